@@ -1,0 +1,63 @@
+//! Wiring: open the stores, start the indexer, serve, and stop cleanly.
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServeArgs;
+use crate::db::Db;
+use crate::error::Result;
+use crate::http::{self, AppState};
+use crate::index::SearchIndex;
+use crate::mirror::indexer::{Indexer, IndexerConfig};
+use crate::mirror::MirrorHandle;
+
+pub struct App {
+    pub state: AppState,
+    indexer: Indexer,
+}
+
+impl App {
+    /// Opens the database (lazily: a database that is down only fails
+    /// writes) and the index, and prepares the indexer.
+    pub async fn build(args: &ServeArgs) -> Result<App> {
+        if let Some(dir) = args.store.sqlite_dir() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let db = Db::connect_lazy(&args.store.database_url, args.store.pool_size())?;
+        match db.migrate().await {
+            Ok(()) => {}
+            Err(e) if e.is_unavailable() => {
+                tracing::warn!(error = ?e, "database unavailable at start; serving searches from the index")
+            }
+            Err(e) => return Err(e),
+        }
+        let dir = args.store.index_dir.clone();
+        let index =
+            tokio::task::spawn_blocking(move || SearchIndex::open_or_create(&dir)).await??;
+        let mirror = MirrorHandle::default();
+        let config = IndexerConfig {
+            poll: args.poll(),
+            gap_grace: std::time::Duration::from_secs(args.gap_grace_secs),
+            writer_memory: args.store.writer_memory(),
+            ..IndexerConfig::default()
+        };
+        let indexer = Indexer::new(db.clone(), index.clone(), mirror.clone(), config);
+        Ok(App {
+            state: AppState { db, index, mirror },
+            indexer,
+        })
+    }
+
+    /// Serves on `listener` until `shutdown`; in-flight requests finish and
+    /// the indexer commits before this returns.
+    pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
+        let indexer = tokio::spawn(self.indexer.run(shutdown.clone()));
+        let served = http::serve(listener, self.state, shutdown.clone()).await;
+        shutdown.cancel();
+        match indexer.await? {
+            Ok(()) => {}
+            Err(e) => tracing::error!(error = ?e, "indexer failed"),
+        }
+        Ok(served?)
+    }
+}

@@ -1,0 +1,101 @@
+//! The one error type of the library, and how the API shows it.
+//!
+//! Every error becomes `{"error": {"code", "message"}}`. Client mistakes are
+//! 4xx with a message that says what to fix; a store that cannot be reached is
+//! a 503; anything else is logged in full and shown as a bare 500.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The request is malformed or breaks a limit.
+    #[error("{message}")]
+    BadRequest { code: &'static str, message: String },
+
+    #[error("{0} not found")]
+    NotFound(&'static str),
+
+    /// The request is well formed but refers to something that does not exist.
+    #[error("{0}")]
+    Unprocessable(String),
+
+    #[error("database error")]
+    Database(#[from] sqlx::Error),
+
+    #[error("index error")]
+    Index(#[from] tantivy::TantivyError),
+
+    #[error("search worker failed")]
+    Join(#[from] tokio::task::JoinError),
+
+    #[error("i/o error")]
+    Io(#[from] std::io::Error),
+}
+
+impl Error {
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Error {
+        Error::BadRequest {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// True when the database could not be reached or timed out: the request
+    /// may succeed later, and nothing was written.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            Error::Database(
+                sqlx::Error::Io(_)
+                    | sqlx::Error::PoolTimedOut
+                    | sqlx::Error::PoolClosed
+                    | sqlx::Error::Tls(_)
+                    | sqlx::Error::WorkerCrashed
+            )
+        )
+    }
+
+    pub fn status_code(&self) -> StatusCode {
+        match self {
+            Error::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            e if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Error::BadRequest { code, .. } => code,
+            Error::NotFound(_) => "not_found",
+            Error::Unprocessable(_) => "unprocessable",
+            e if e.is_unavailable() => "database_unavailable",
+            _ => "internal",
+        }
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status_code();
+        let message = match status {
+            StatusCode::SERVICE_UNAVAILABLE => {
+                tracing::warn!(error = ?self, "database unavailable");
+                "the database is unavailable; nothing was written, try again later".to_owned()
+            }
+            StatusCode::INTERNAL_SERVER_ERROR => {
+                tracing::error!(error = ?self, "request failed");
+                "internal error".to_owned()
+            }
+            _ => self.to_string(),
+        };
+        let body = json!({ "error": { "code": self.code(), "message": message } });
+        (status, Json(body)).into_response()
+    }
+}

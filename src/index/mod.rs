@@ -1,0 +1,292 @@
+//! The tantivy side: schema, tokenizers, generations on disk, writes, search.
+//!
+//! The index lives in generations, `ROOT/gen-<n>/`, and the file
+//! `ROOT/CURRENT` names the live one. `reindex` builds the next generation
+//! beside the live one and then replaces `CURRENT` with a rename, so a crash
+//! at any point leaves either the old or the new generation live, never a
+//! half-built one.
+
+pub mod schema;
+pub mod search;
+pub mod tokenizer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use serde::{Deserialize, Serialize};
+use tantivy::directory::MmapDirectory;
+use tantivy::index::SegmentId;
+use tantivy::indexer::NoMergePolicy;
+use tantivy::schema::Term;
+use tantivy::{
+    Index, IndexReader, IndexSettings, IndexSortByField, IndexWriter, Order, ReloadPolicy,
+    TantivyDocument,
+};
+
+use crate::model::{Doc, Kind};
+use schema::{build_schema, Fields, BIGRAM, UNIGRAM};
+use tokenizer::GramTokenizer;
+
+pub type Result<T, E = tantivy::TantivyError> = std::result::Result<T, E>;
+
+const CURRENT: &str = "CURRENT";
+
+/// One opened generation: the index, a reader, and the field handles.
+pub struct Generation {
+    pub id: u64,
+    pub path: PathBuf,
+    pub index: Index,
+    pub reader: IndexReader,
+    pub fields: Fields,
+}
+
+impl Generation {
+    fn open(root: &Path, id: u64) -> Result<Generation> {
+        let path = generation_path(root, id);
+        let index = Index::open(MmapDirectory::open(&path)?)?;
+        Generation::from_index(id, path, index)
+    }
+
+    fn from_index(id: u64, path: PathBuf, index: Index) -> Result<Generation> {
+        index.tokenizers().register(BIGRAM, GramTokenizer::bigram());
+        index
+            .tokenizers()
+            .register(UNIGRAM, GramTokenizer::unigram());
+        let fields = Fields::from_schema(&index.schema())?;
+        // Reloaded by the writer right after each commit, so a write is
+        // visible as soon as it is committed.
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(Generation {
+            id,
+            path,
+            index,
+            reader,
+            fields,
+        })
+    }
+
+    /// The outbox position that the last commit of this generation applied.
+    pub fn applied_seq(&self) -> Result<i64> {
+        Ok(read_payload(&self.index)?.outbox_seq)
+    }
+
+    /// Number of live documents.
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    pub fn writer(&self, memory_budget: usize) -> Result<DocWriter> {
+        let writer: IndexWriter<TantivyDocument> = self.index.writer(memory_budget)?;
+        Ok(DocWriter {
+            writer,
+            fields: self.fields,
+        })
+    }
+}
+
+/// Commit payload: tantivy stores it in `meta.json` and never reads it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Payload {
+    outbox_seq: i64,
+}
+
+fn read_payload(index: &Index) -> Result<Payload> {
+    let metas = index.load_metas()?;
+    match metas.payload.as_deref() {
+        None => Ok(Payload::default()),
+        Some(text) => serde_json::from_str(text).map_err(|e| {
+            tantivy::TantivyError::InvalidArgument(format!("bad commit payload {text:?}: {e}"))
+        }),
+    }
+}
+
+/// The one writer of a generation: upserts, deletes, commits with the outbox
+/// position.
+pub struct DocWriter {
+    writer: IndexWriter<TantivyDocument>,
+    fields: Fields,
+}
+
+impl DocWriter {
+    /// Replaces whatever the index holds for this row.
+    pub fn upsert(&mut self, doc: &Doc) -> Result<()> {
+        self.delete(doc.kind, doc.id);
+        let f = &self.fields;
+        let mut d = TantivyDocument::new();
+        d.add_u64(f.uid, doc.kind.uid(doc.id));
+        d.add_i64(f.created_at, doc.created_at);
+        d.add_i64(f.updated_at, doc.updated_at);
+        d.add_u64(f.author_id, doc.author_id as u64);
+        d.add_u64(f.question_id, doc.question_id.unwrap_or(0) as u64);
+        if let Some(title) = &doc.title {
+            d.add_text(f.title, title);
+            d.add_text(f.chars, title);
+        }
+        d.add_text(f.content, &doc.content);
+        d.add_text(f.chars, &doc.content);
+        self.writer.add_document(d)?;
+        Ok(())
+    }
+
+    pub fn delete(&mut self, kind: Kind, id: i64) {
+        self.writer
+            .delete_term(Term::from_field_u64(self.fields.uid, kind.uid(id)));
+    }
+
+    /// Commits everything so far as having applied the outbox up to `seq`.
+    pub fn commit(&mut self, outbox_seq: i64) -> Result<()> {
+        let payload =
+            serde_json::to_string(&Payload { outbox_seq }).expect("payload serializes to json");
+        let mut prepared = self.writer.prepare_commit()?;
+        prepared.set_payload(&payload);
+        prepared.commit()?;
+        Ok(())
+    }
+
+    /// Merges everything into as few segments as the default policy would
+    /// reach eventually, and waits for it. Used after a full rebuild.
+    pub fn merge_all(&mut self) -> Result<()> {
+        let ids: Vec<SegmentId> = self.writer.index().searchable_segment_ids()?;
+        if ids.len() > 1 {
+            self.writer.merge(&ids).wait()?;
+        }
+        Ok(())
+    }
+
+    /// Stops background merges; a bulk build merges once at the end.
+    pub fn disable_merges(&mut self) {
+        self.writer.set_merge_policy(Box::new(NoMergePolicy));
+    }
+
+    pub fn wait_merging_threads(self) -> Result<()> {
+        self.writer.wait_merging_threads()
+    }
+}
+
+/// The cloneable handle to the live generation that searches use.
+#[derive(Clone)]
+pub struct SearchIndex {
+    root: Arc<PathBuf>,
+    live: Arc<RwLock<Arc<Generation>>>,
+}
+
+impl SearchIndex {
+    /// Opens the live generation under `root`, creating an empty first one.
+    pub fn open_or_create(root: &Path) -> Result<SearchIndex> {
+        std::fs::create_dir_all(root)?;
+        let generation = match current_generation(root)? {
+            Some(id) => Generation::open(root, id)?,
+            None => {
+                let (generation, mut writer) = create_generation(root, 1 << 26)?;
+                writer.commit(0)?;
+                publish(root, generation.id)?;
+                generation
+            }
+        };
+        Ok(SearchIndex {
+            root: Arc::new(root.to_path_buf()),
+            live: Arc::new(RwLock::new(Arc::new(generation))),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The live generation. Cheap; hold it for the length of one request.
+    pub fn live(&self) -> Arc<Generation> {
+        self.live.read().expect("index lock poisoned").clone()
+    }
+
+    /// Makes `generation` the live one for all later requests. Requests that
+    /// already hold the old one finish on it.
+    pub fn swap(&self, generation: Arc<Generation>) {
+        *self.live.write().expect("index lock poisoned") = generation;
+    }
+
+    /// Opens the generation `CURRENT` names, when it is not the live one.
+    pub fn open_published(&self) -> Result<Option<Generation>> {
+        match current_generation(&self.root)? {
+            Some(id) if id != self.live().id => Ok(Some(Generation::open(&self.root, id)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Removes generations older than the live one.
+    pub fn remove_old_generations(&self) -> Result<()> {
+        let live = self.live().id;
+        for id in list_generations(&self.root)? {
+            if id < live {
+                std::fs::remove_dir_all(generation_path(&self.root, id))?;
+                tracing::info!(generation = id, "removed old index generation");
+            }
+        }
+        Ok(())
+    }
+}
+
+fn generation_path(root: &Path, id: u64) -> PathBuf {
+    root.join(format!("gen-{id:06}"))
+}
+
+fn list_generations(root: &Path) -> Result<Vec<u64>> {
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(root)? {
+        let name = entry?.file_name();
+        if let Some(id) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("gen-"))
+            .and_then(|n| n.parse().ok())
+        {
+            ids.push(id);
+        }
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+fn current_generation(root: &Path) -> Result<Option<u64>> {
+    match std::fs::read_to_string(root.join(CURRENT)) {
+        Ok(text) => text.trim().parse().map(Some).map_err(|_| {
+            tantivy::TantivyError::InvalidArgument(format!("bad {CURRENT} file: {text:?}"))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates an empty generation after the newest one on disk.
+pub fn create_generation(root: &Path, memory_budget: usize) -> Result<(Generation, DocWriter)> {
+    std::fs::create_dir_all(root)?;
+    let id = list_generations(root)?.last().copied().unwrap_or(0) + 1;
+    let path = generation_path(root, id);
+    std::fs::create_dir(&path)?;
+    let settings = IndexSettings {
+        // Newest first inside every segment, so the newest-first top-k can
+        // stop early (see `search`).
+        sort_by_field: Some(IndexSortByField {
+            field: "created_at".to_owned(),
+            order: Order::Desc,
+        }),
+        ..IndexSettings::default()
+    };
+    let index = Index::builder()
+        .schema(build_schema())
+        .settings(settings)
+        .create_in_dir(&path)?;
+    let generation = Generation::from_index(id, path, index)?;
+    let writer = generation.writer(memory_budget)?;
+    Ok((generation, writer))
+}
+
+/// Makes generation `id` the one `CURRENT` names, atomically.
+pub fn publish(root: &Path, id: u64) -> Result<()> {
+    let tmp = root.join(format!("{CURRENT}.tmp"));
+    std::fs::write(&tmp, format!("{id}\n"))?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, root.join(CURRENT))?;
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! The index schema: what a hit needs, so a search never reads the database.
+
+use tantivy::schema::{
+    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, FAST,
+    INDEXED, STORED,
+};
+
+/// Tokenizer names, registered on every opened index.
+pub const BIGRAM: &str = "chaja_bigram";
+pub const UNIGRAM: &str = "chaja_unigram";
+
+/// Field handles, resolved once per opened index.
+#[derive(Clone, Copy, Debug)]
+pub struct Fields {
+    /// `id << 1 | kind`: unique per row, the delete key, and the tiebreak of
+    /// the sort (`created_at DESC, id DESC`, then kind).
+    pub uid: Field,
+    /// Milliseconds since the epoch. The index is sorted on it, newest first.
+    pub created_at: Field,
+    pub updated_at: Field,
+    pub author_id: Field,
+    /// The question a review belongs to; 0 for questions.
+    pub question_id: Field,
+    /// Original text, stored for snippets; indexed as positional bigrams.
+    pub title: Field,
+    pub content: Field,
+    /// Every character of title and content, doc ids only: 1-character
+    /// keywords are a single term lookup here.
+    pub chars: Field,
+}
+
+impl Fields {
+    pub fn from_schema(schema: &Schema) -> tantivy::Result<Fields> {
+        Ok(Fields {
+            uid: schema.get_field("uid")?,
+            created_at: schema.get_field("created_at")?,
+            updated_at: schema.get_field("updated_at")?,
+            author_id: schema.get_field("author_id")?,
+            question_id: schema.get_field("question_id")?,
+            title: schema.get_field("title")?,
+            content: schema.get_field("content")?,
+            chars: schema.get_field("chars")?,
+        })
+    }
+}
+
+pub fn build_schema() -> Schema {
+    let mut b = Schema::builder();
+    let number = || NumericOptions::default() | FAST | INDEXED;
+    b.add_u64_field("uid", number());
+    b.add_i64_field("created_at", number());
+    b.add_i64_field("updated_at", NumericOptions::default() | FAST);
+    b.add_u64_field("author_id", number());
+    b.add_u64_field("question_id", NumericOptions::default() | STORED);
+    let grams = TextOptions::default().set_stored().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(BIGRAM)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    b.add_text_field("title", grams.clone());
+    b.add_text_field("content", grams);
+    b.add_text_field(
+        "chars",
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(UNIGRAM)
+                .set_index_option(IndexRecordOption::Basic)
+                .set_fieldnorms(false),
+        ),
+    );
+    b.build()
+}

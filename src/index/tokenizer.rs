@@ -1,0 +1,121 @@
+//! Character n-gram tokenizers with real positions.
+//!
+//! tantivy's `NgramTokenizer` gives every gram position 0, so a phrase query
+//! over its grams cannot check adjacency. These emit the grams of the
+//! normalized text with `position = character index`: a slop-0 phrase of a
+//! keyword's bigrams then matches exactly where the keyword is a substring.
+//! Spaces and punctuation are kept in the grams, as `LIKE` keeps them.
+
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+use crate::text::normalize;
+
+/// Overlapping grams of `n` characters of [`normalize`]d text.
+#[derive(Clone, Debug)]
+pub struct GramTokenizer {
+    n: usize,
+}
+
+impl GramTokenizer {
+    pub fn unigram() -> Self {
+        GramTokenizer { n: 1 }
+    }
+
+    pub fn bigram() -> Self {
+        GramTokenizer { n: 2 }
+    }
+}
+
+pub struct GramStream {
+    text: String,
+    /// Byte offset of every character, plus `text.len()` at the end.
+    bounds: Vec<usize>,
+    n: usize,
+    next: usize,
+    token: Token,
+}
+
+impl Tokenizer for GramTokenizer {
+    type TokenStream<'a> = GramStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> GramStream {
+        let text = normalize(text);
+        let mut bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+        bounds.push(text.len());
+        GramStream {
+            text,
+            bounds,
+            n: self.n,
+            next: 0,
+            token: Token::default(),
+        }
+    }
+}
+
+impl TokenStream for GramStream {
+    fn advance(&mut self) -> bool {
+        let pos = self.next;
+        if pos + self.n >= self.bounds.len() {
+            return false;
+        }
+        let (from, to) = (self.bounds[pos], self.bounds[pos + self.n]);
+        self.token.text.clear();
+        self.token.text.push_str(&self.text[from..to]);
+        self.token.offset_from = from;
+        self.token.offset_to = to;
+        self.token.position = pos;
+        self.token.position_length = 1;
+        self.next += 1;
+        true
+    }
+
+    fn token(&self) -> &Token {
+        &self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.token
+    }
+}
+
+/// The grams of a normalized keyword, with their character offsets.
+pub fn grams(keyword: &str, n: usize) -> Vec<(usize, String)> {
+    let chars: Vec<char> = keyword.chars().collect();
+    chars
+        .windows(n)
+        .enumerate()
+        .map(|(i, w)| (i, w.iter().collect()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(mut t: GramTokenizer, text: &str) -> Vec<(String, usize)> {
+        let mut out = Vec::new();
+        let mut s = t.token_stream(text);
+        while s.advance() {
+            out.push((s.token().text.clone(), s.token().position));
+        }
+        out
+    }
+
+    #[test]
+    fn bigrams_have_increasing_positions_and_keep_spaces() {
+        assert_eq!(
+            tokens(GramTokenizer::bigram(), "스프링 Boot"),
+            [
+                ("스프".into(), 0),
+                ("프링".into(), 1),
+                ("링 ".into(), 2),
+                (" b".into(), 3),
+                ("bo".into(), 4),
+                ("oo".into(), 5),
+                ("ot".into(), 6)
+            ]
+        );
+        assert!(tokens(GramTokenizer::bigram(), "가").is_empty());
+        assert_eq!(tokens(GramTokenizer::unigram(), "가A").len(), 2);
+    }
+}

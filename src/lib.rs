@@ -1,0 +1,30 @@
+//! chaja (찾아, "find it"): exact Korean substring search over MySQL rows.
+//!
+//! Two flows, one module each way:
+//!
+//! - **Request flow** — [`http`] parses and checks a request, [`text`]
+//!   normalizes the query into keywords, [`index::search`] runs it on the
+//!   live index generation on a blocking thread and builds snippets from
+//!   stored text. A search never takes a database connection.
+//! - **Mirror flow** — the database ([`db`]) is the source of truth; triggers
+//!   write every change of a question or review to `search_outbox`.
+//!   [`mirror::indexer`] tails the outbox, loads the current rows and upserts
+//!   them into the index ([`index`]), committing the applied outbox position
+//!   in the commit payload. [`mirror::reindex`] rebuilds a new generation from
+//!   the tables beside the live one and publishes it atomically.
+//!
+//! Around them: [`config`] (every setting, one clap struct), [`error`] (the
+//! one error type and its JSON body), [`app`] (wiring and shutdown),
+//! [`model`] (the rows), [`seed`] (generated data), [`telemetry`] (logs).
+
+pub mod app;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod http;
+pub mod index;
+pub mod mirror;
+pub mod model;
+pub mod seed;
+pub mod telemetry;
+pub mod text;

@@ -1,0 +1,65 @@
+//! The `chaja` binary: parse the command line, start logging, dispatch.
+
+use anyhow::Context;
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+use chaja::config::{Cli, Command};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    chaja::telemetry::init(&cli.log_format);
+    match cli.command {
+        Command::Serve(args) => {
+            let app = chaja::app::App::build(&args)
+                .await
+                .context("starting chaja")?;
+            let listener = tokio::net::TcpListener::bind(args.bind)
+                .await
+                .with_context(|| format!("binding {}", args.bind))?;
+            tracing::info!(addr = %listener.local_addr()?, "chaja serving");
+            let shutdown = CancellationToken::new();
+            tokio::spawn(cancel_on_signal(shutdown.clone()));
+            app.run(listener, shutdown).await?;
+        }
+        Command::Reindex(store) => {
+            if let Some(dir) = store.sqlite_dir() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let db = chaja::db::Db::connect_lazy(&store.database_url, store.pool_size())?;
+            db.migrate().await.context("migrating the database")?;
+            let done =
+                chaja::mirror::reindex::reindex(&db, &store.index_dir, store.writer_memory(), true)
+                    .await
+                    .context("reindexing")?;
+            println!(
+                "reindexed {} rows into generation {} (outbox position {})",
+                done.docs, done.generation, done.outbox_seq
+            );
+        }
+        Command::Seed(args) => {
+            let report = chaja::seed::run(&args).await.context("seeding")?;
+            println!("{report}");
+        }
+    }
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM starts a graceful shutdown.
+async fn cancel_on_signal(token: CancellationToken) {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!("shutting down");
+    token.cancel();
+}

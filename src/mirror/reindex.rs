@@ -1,0 +1,119 @@
+//! Full rebuild of the index from the tables, beside the live generation.
+//!
+//! The outbox position is noted *before* the scan and recorded in the new
+//! generation, so every change made during the scan is applied again by the
+//! indexer afterwards. Applying is idempotent (it loads the current row), so
+//! the overlap is harmless and nothing written during the scan is missed.
+
+use std::path::Path;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::mpsc;
+
+use crate::db::{outbox, Db};
+use crate::error::Result;
+use crate::index::{create_generation, publish};
+use crate::model::{Doc, Kind};
+
+const PAGE: i64 = 1000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rebuilt {
+    pub generation: u64,
+    pub docs: u64,
+    pub outbox_seq: i64,
+}
+
+/// Builds a new generation from the tables and publishes it. A serving
+/// process picks it up on its indexer's next round.
+pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -> Result<Rebuilt> {
+    let outbox_seq = outbox::max_seq(db).await?;
+    let expected = outbox::count_rows(db, Kind::Question).await?
+        + outbox::count_rows(db, Kind::Review).await?;
+    let bar = if show_progress {
+        let bar = ProgressBar::new(expected.max(0) as u64);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} rows {per_sec} eta {eta}",
+            )
+            .expect("valid progress template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+
+    let root = root.to_path_buf();
+    let (generation, mut writer) = {
+        let root = root.clone();
+        tokio::task::spawn_blocking(move || create_generation(&root, memory)).await??
+    };
+    let generation_id = generation.id;
+    let generation_path = generation.path.clone();
+    drop(generation);
+    tracing::info!(
+        generation = generation_id,
+        outbox_seq,
+        rows = expected,
+        "reindex started"
+    );
+
+    // Reading pages and indexing them overlap: the blocking side owns the
+    // writer and the async side keeps the next page coming.
+    let (tx, mut rx) = mpsc::channel::<Vec<Doc>>(4);
+    let indexing = tokio::task::spawn_blocking(move || -> Result<u64> {
+        let mut docs = 0u64;
+        while let Some(page) = rx.blocking_recv() {
+            for doc in &page {
+                writer.upsert(doc)?;
+            }
+            docs += page.len() as u64;
+        }
+        writer.commit(outbox_seq)?;
+        writer.wait_merging_threads()?;
+        Ok(docs)
+    });
+
+    let mut read_error = None;
+    'kinds: for kind in [Kind::Question, Kind::Review] {
+        let mut after = 0;
+        loop {
+            let page = match outbox::docs_page(db, kind, after, PAGE).await {
+                Ok(page) => page,
+                Err(e) => {
+                    read_error = Some(e);
+                    break 'kinds;
+                }
+            };
+            let Some(last) = page.last() else { break };
+            after = last.id;
+            bar.inc(page.len() as u64);
+            if tx.send(page).await.is_err() {
+                break 'kinds; // the writer failed; its error is reported below
+            }
+        }
+    }
+    drop(tx);
+    let indexed = indexing.await?;
+    let docs = match (read_error, indexed) {
+        (None, Ok(docs)) => docs,
+        (Some(e), _) | (None, Err(e)) => {
+            // Never published, so never live: remove it.
+            let _ = std::fs::remove_dir_all(&generation_path);
+            return Err(e);
+        }
+    };
+    publish(&root, generation_id)?;
+    bar.finish_and_clear();
+    tracing::info!(
+        generation = generation_id,
+        docs,
+        outbox_seq,
+        "reindex published"
+    );
+    Ok(Rebuilt {
+        generation: generation_id,
+        docs,
+        outbox_seq,
+    })
+}

@@ -1,0 +1,281 @@
+//! Text normalization, query parsing and highlighting.
+//!
+//! Matching is defined on normalized text: a row matches a keyword when
+//! `normalize(keyword)` is a substring of `normalize(title)` or
+//! `normalize(content)`. Everything that builds grams or checks matches goes
+//! through [`normalize`], so the index and a brute-force scan agree.
+
+use unicode_normalization::char::canonical_combining_class;
+use unicode_normalization::UnicodeNormalization;
+
+/// NFKC, then lowercase.
+///
+/// NFKC folds full-width Latin, compatibility jamo and ligatures, and composes
+/// the decomposed (NFD) Hangul that macOS writes. Lowercasing afterwards is
+/// the case folding `LIKE` does under a case-insensitive collation.
+pub fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.nfkc() {
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// One required substring of a search query, already normalized.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Keyword(pub String);
+
+impl Keyword {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn char_len(&self) -> usize {
+        self.0.chars().count()
+    }
+}
+
+/// Splits a query into keywords that must all match.
+///
+/// Whitespace separates keywords; a double-quoted part is one keyword with
+/// its spaces kept. An unclosed quote runs to the end of the query. The
+/// query is normalized first so that a keyword never contains whitespace
+/// that normalization produced after the split.
+pub fn parse_query(q: &str) -> Vec<Keyword> {
+    let normalized = normalize(q);
+    let mut keywords: Vec<Keyword> = Vec::new();
+    let mut push = |s: &str| {
+        if !s.is_empty() && !keywords.iter().any(|k| k.0 == s) {
+            keywords.push(Keyword(s.to_owned()));
+        }
+    };
+    let mut rest = normalized.as_str();
+    while !rest.is_empty() {
+        if let Some(after_quote) = rest.strip_prefix('"') {
+            let (phrase, tail) = match after_quote.find('"') {
+                Some(end) => (&after_quote[..end], &after_quote[end + 1..]),
+                None => (after_quote, ""),
+            };
+            push(phrase);
+            rest = tail;
+        } else {
+            let end = rest
+                .find(|c: char| c.is_whitespace() || c == '"')
+                .unwrap_or(rest.len());
+            push(&rest[..end]);
+            rest = &rest[end..];
+            rest = rest.trim_start_matches(|c: char| c.is_whitespace());
+        }
+    }
+    keywords
+}
+
+/// Does the row match every keyword, in its title or its content?
+///
+/// This is the definition the index must reproduce; tests use it as the
+/// brute-force oracle.
+pub fn row_matches(keywords: &[Keyword], title: &str, content: &str) -> bool {
+    let title = normalize(title);
+    let content = normalize(content);
+    keywords
+        .iter()
+        .all(|k| title.contains(k.as_str()) || content.contains(k.as_str()))
+}
+
+/// Normalized text with a map back to the original.
+///
+/// NFKC is not a per-character mapping: it changes lengths and composes
+/// sequences (NFD Hangul jamo into syllables). The original is cut into
+/// chunks that normalization never joins (a starter with its trailing
+/// combining marks and Hangul vowel/final jamo) and each chunk is normalized
+/// alone, so each normalized character knows the original bytes it came from.
+struct Mapped {
+    text: String,
+    /// For each byte of `text`, the original byte range of its chunk.
+    origin: Vec<(usize, usize)>,
+}
+
+fn joins_previous(c: char) -> bool {
+    // Hangul Jungseong/Jongseong (conjoining vowels and finals) compose with
+    // the preceding syllable or leading consonant.
+    canonical_combining_class(c) != 0
+        || ('\u{1160}'..='\u{11FF}').contains(&c)
+        || ('\u{D7B0}'..='\u{D7FF}').contains(&c)
+}
+
+fn mapped(original: &str) -> Mapped {
+    let mut text = String::with_capacity(original.len());
+    let mut origin = Vec::with_capacity(original.len());
+    let mut chunk_start = 0;
+    let mut flush = |start: usize, end: usize, text: &mut String| {
+        if start < end {
+            let piece = normalize(&original[start..end]);
+            origin.extend(std::iter::repeat_n((start, end), piece.len()));
+            text.push_str(&piece);
+        }
+    };
+    for (i, c) in original.char_indices() {
+        if i > chunk_start && !joins_previous(c) {
+            flush(chunk_start, i, &mut text);
+            chunk_start = i;
+        }
+    }
+    flush(chunk_start, original.len(), &mut text);
+    Mapped { text, origin }
+}
+
+/// About how many characters a snippet shows.
+pub const SNIPPET_CHARS: usize = 160;
+
+/// A window of the original text around the first match, HTML-escaped, with
+/// every match of every keyword inside it wrapped in `<em>`.
+///
+/// Returns `None` when no keyword occurs in `original`.
+pub fn highlight(original: &str, keywords: &[Keyword], window_chars: usize) -> Option<String> {
+    let m = mapped(original);
+    // Original byte ranges of all matches.
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for k in keywords {
+        let needle = k.as_str();
+        if needle.is_empty() {
+            continue;
+        }
+        let mut from = 0;
+        while let Some(pos) = m.text[from..].find(needle) {
+            let start = from + pos;
+            let end = start + needle.len();
+            spans.push((m.origin[start].0, m.origin[end - 1].1));
+            from = start + needle.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    spans.sort_unstable();
+    // Merge overlapping spans so tags never nest.
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (s, e) in spans {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    let (first_start, _) = merged[0];
+    let (win_start, win_end) = window(original, first_start, window_chars);
+    let mut out = String::with_capacity(window_chars * 4);
+    if win_start > 0 {
+        out.push('…');
+    }
+    let mut cursor = win_start;
+    for (s, e) in merged {
+        if s >= win_end {
+            break;
+        }
+        let (s, e) = (s.max(cursor), e.min(win_end));
+        if e <= s {
+            continue;
+        }
+        escape_into(&mut out, &original[cursor..s]);
+        out.push_str("<em>");
+        escape_into(&mut out, &original[s..e]);
+        out.push_str("</em>");
+        cursor = e;
+    }
+    escape_into(&mut out, &original[cursor..win_end]);
+    if win_end < original.len() {
+        out.push('…');
+    }
+    Some(out)
+}
+
+/// The start of the text, escaped, for hits whose match is elsewhere.
+pub fn lead(original: &str, window_chars: usize) -> String {
+    let (_, end) = window(original, 0, window_chars);
+    let mut out = String::new();
+    escape_into(&mut out, &original[..end]);
+    if end < original.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// A byte range of about `chars` characters that starts a little before
+/// `anchor`, on character boundaries.
+fn window(text: &str, anchor: usize, chars: usize) -> (usize, usize) {
+    let before = chars / 4;
+    let start = text[..anchor]
+        .char_indices()
+        .rev()
+        .nth(before.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    let end = text[start..]
+        .char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(i, _)| start + i);
+    (start, end.max(anchor.min(text.len())))
+}
+
+fn escape_into(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kw(q: &str) -> Vec<String> {
+        parse_query(q).into_iter().map(|k| k.0).collect()
+    }
+
+    #[test]
+    fn normalize_folds_width_case_and_nfd_hangul() {
+        assert_eq!(normalize("ＳＰＲＩＮＧ Boot"), "spring boot");
+        let nfd: String = "한글".nfd().collect();
+        assert_ne!(nfd, "한글");
+        assert_eq!(normalize(&nfd), "한글");
+    }
+
+    #[test]
+    fn query_splits_words_and_keeps_quoted_phrases() {
+        assert_eq!(kw("스프링  부트"), ["스프링", "부트"]);
+        assert_eq!(kw("\"스프링 부트\" JPA"), ["스프링 부트", "jpa"]);
+        assert_eq!(kw("a \"b c"), ["a", "b c"]);
+        assert_eq!(kw("100% a_b"), ["100%", "a_b"]);
+        assert_eq!(kw("x x"), ["x"]);
+        assert!(kw("   ").is_empty());
+        assert!(kw("\"\"").is_empty());
+    }
+
+    #[test]
+    fn highlight_marks_original_text_after_nfkc_and_nfd() {
+        let kws = parse_query("spring");
+        assert_eq!(
+            highlight("I <3 ＳＰＲＩＮＧ!", &kws, 160).unwrap(),
+            "I &lt;3 <em>ＳＰＲＩＮＧ</em>!"
+        );
+        let nfd: String = "클라우드 서비스".nfd().collect();
+        let kws = parse_query("우드");
+        let h = highlight(&nfd, &kws, 160).unwrap();
+        let expected_em: String = "우드".nfd().collect();
+        assert!(h.contains(&format!("<em>{expected_em}</em>")), "{h}");
+        assert!(highlight("nothing here", &kws, 160).is_none());
+    }
+
+    #[test]
+    fn highlight_windows_long_text_around_the_match() {
+        let text = format!("{}키워드{}", "가".repeat(500), "나".repeat(500));
+        let h = highlight(&text, &parse_query("키워드"), 40).unwrap();
+        assert!(h.starts_with('…') && h.ends_with('…'), "{h}");
+        assert!(h.contains("<em>키워드</em>"));
+        assert!(h.chars().count() < 60, "{h}");
+    }
+}

@@ -1,0 +1,273 @@
+//! `spawn_app()`: a real server on port 0 with a fresh database and index.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use chaja::app::App;
+use chaja::config::{ServeArgs, StoreArgs};
+use chaja::db::{outbox, Db};
+use chaja::http::AppState;
+use reqwest::StatusCode;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    Sqlite,
+    MySql,
+}
+
+/// Generates one test per store from `async fn name(store: Store)`.
+#[macro_export]
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::helpers::Store::Sqlite).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mysql() {
+                super::$name($crate::helpers::Store::MySql).await
+            }
+        }
+    )*};
+}
+
+/// Where the MariaDB/MySQL server for tests is; CI starts it.
+fn mysql_server() -> String {
+    std::env::var("CHAJA_TEST_MYSQL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned())
+}
+
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    pub state: AppState,
+    pub args: ServeArgs,
+    shutdown: CancellationToken,
+    server: tokio::task::JoinHandle<chaja::error::Result<()>>,
+    fixture: Fixture,
+}
+
+/// What outlives a restart: the database and the directories.
+struct Fixture {
+    dir: tempfile::TempDir,
+    mysql_database: Option<String>,
+}
+
+pub async fn spawn_app(store: Store) -> TestApp {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_test_writer()
+        .try_init();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (url, mysql_database) = match store {
+        Store::Sqlite => (
+            format!(
+                "sqlite://{}?mode=rwc",
+                dir.path().join("chaja.db").display()
+            ),
+            None,
+        ),
+        Store::MySql => {
+            let name = format!("chaja_t_{:016x}", rand::random::<u64>());
+            let admin = Db::connect_lazy(&format!("{}/test", mysql_server()), 1).unwrap();
+            sqlx::query(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+                .execute(&admin.pool)
+                .await
+                .expect("MariaDB must be running for the tests (see .ci/run)");
+            admin.pool.close().await;
+            (format!("{}/{name}", mysql_server()), Some(name))
+        }
+    };
+    let args = ServeArgs {
+        store: StoreArgs {
+            database_url: url,
+            index_dir: dir.path().join("index"),
+            db_pool: Some(4),
+            writer_memory_mb: 32,
+        },
+        bind: "127.0.0.1:0".parse().unwrap(),
+        redis_url: None,
+        poll_ms: 20,
+        gap_grace_secs: 60,
+    };
+    start(
+        args,
+        Fixture {
+            dir,
+            mysql_database,
+        },
+    )
+    .await
+}
+
+async fn start(args: ServeArgs, fixture: Fixture) -> TestApp {
+    let app = App::build(&args).await.expect("app builds");
+    let state = app.state.clone();
+    let listener = tokio::net::TcpListener::bind(args.bind).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(app.run(listener, shutdown.clone()));
+    TestApp {
+        addr,
+        client: reqwest::Client::new(),
+        state,
+        args,
+        shutdown,
+        server,
+        fixture,
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.state.db
+    }
+
+    pub fn index_dir(&self) -> PathBuf {
+        self.args.store.index_dir.clone()
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let response = self.client.get(self.url(path)).send().await.unwrap();
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Value,
+    ) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .request(method, self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send(reqwest::Method::POST, path, body).await
+    }
+
+    /// Searches with extra query parameters; panics unless 200.
+    pub async fn search(&self, q: &str, extra: &str) -> Value {
+        let url = format!("/api/search?q={}{extra}", urlencode(q));
+        let (status, body) = self.get(&url).await;
+        assert_eq!(status, StatusCode::OK, "search {q:?} failed: {body}");
+        body
+    }
+
+    /// `(type, id)` of every hit, in order.
+    pub async fn search_ids(&self, q: &str, extra: &str) -> Vec<(String, i64)> {
+        let body = self.search(q, extra).await;
+        body["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["type"].as_str().unwrap().to_owned(),
+                    h["id"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    pub async fn create_user(&self, name: &str) -> i64 {
+        let (status, body) = self
+            .post("/api/users", serde_json::json!({ "name": name }))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["id"].as_i64().unwrap()
+    }
+
+    pub async fn create_question(&self, author: i64, title: &str, content: &str) -> i64 {
+        let (status, body) = self
+            .post(
+                "/api/questions",
+                serde_json::json!({ "author_id": author, "title": title, "content": content }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["id"].as_i64().unwrap()
+    }
+
+    pub async fn create_review(&self, question: i64, author: i64, content: &str) -> i64 {
+        let (status, body) = self
+            .post(
+                &format!("/api/questions/{question}/reviews"),
+                serde_json::json!({ "author_id": author, "content": content }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["id"].as_i64().unwrap()
+    }
+
+    pub async fn sql(&self, sql: &str) {
+        sqlx::query(sql).execute(&self.db().pool).await.unwrap();
+    }
+
+    /// Waits until every outbox row written so far is searchable.
+    pub async fn wait_indexed(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let target = outbox::max_seq(self.db()).await.unwrap();
+        while self.state.mirror.progress.applied_seq() < target {
+            assert!(
+                Instant::now() < deadline,
+                "indexer did not reach outbox seq {target}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Stops the server gracefully, keeping the database and index.
+    pub async fn restart(self) -> TestApp {
+        let (args, fixture) = self.stop().await;
+        start(args, fixture).await
+    }
+
+    async fn stop(self) -> (ServeArgs, Fixture) {
+        self.shutdown.cancel();
+        self.server.await.unwrap().unwrap();
+        self.state.db.pool.close().await;
+        (self.args, self.fixture)
+    }
+
+    /// Stops the server and drops the test database.
+    pub async fn finish(self) {
+        let (_, fixture) = self.stop().await;
+        if let Some(name) = fixture.mysql_database {
+            let admin = Db::connect_lazy(&format!("{}/test", mysql_server()), 1).unwrap();
+            sqlx::query(&format!("DROP DATABASE {name}"))
+                .execute(&admin.pool)
+                .await
+                .unwrap();
+        }
+        drop(fixture.dir);
+    }
+}
+
+pub fn urlencode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}

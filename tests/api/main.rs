@@ -1,0 +1,8 @@
+//! The one integration test binary. Each area has its own module; tests that
+//! touch a store run once on SQLite and once on MariaDB/MySQL.
+
+mod helpers;
+mod mirror;
+mod platform;
+mod property;
+mod search;
