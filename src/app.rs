@@ -3,6 +3,7 @@
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::cache::SearchCache;
 use crate::config::ServeArgs;
 use crate::db::Db;
 use crate::error::Result;
@@ -35,6 +36,16 @@ impl App {
         let index =
             tokio::task::spawn_blocking(move || SearchIndex::open_or_create(&dir)).await??;
         let mirror = MirrorHandle::default();
+        // Known before the first request, so cached answers computed at this
+        // position by an earlier process are recognized as fresh.
+        mirror.progress.committed(index.live().applied_seq()?);
+        let cache = SearchCache::new(
+            args.redis_url.as_deref(),
+            &args.cache_prefix,
+            std::time::Duration::from_millis(args.cache_max_stale_ms),
+            args.cache_l1_mb << 20,
+            mirror.progress.clone(),
+        )?;
         let config = IndexerConfig {
             poll: args.poll(),
             gap_grace: std::time::Duration::from_secs(args.gap_grace_secs),
@@ -43,7 +54,12 @@ impl App {
         };
         let indexer = Indexer::new(db.clone(), index.clone(), mirror.clone(), config);
         Ok(App {
-            state: AppState { db, index, mirror },
+            state: AppState {
+                db,
+                cache,
+                index,
+                mirror,
+            },
             indexer,
         })
     }

@@ -96,6 +96,20 @@ pub struct ServeArgs {
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,
 
+    /// Prefix of every Redis key chaja writes; replicas of one deployment
+    /// share it.
+    #[arg(long, env = "CHAJA_CACHE_PREFIX", default_value = "chaja")]
+    pub cache_prefix: String,
+
+    /// The stalest cached answer served, in milliseconds. An answer computed
+    /// at the index's current outbox position is served at any age.
+    #[arg(long, env = "CHAJA_CACHE_MAX_STALE_MS", default_value_t = 2000)]
+    pub cache_max_stale_ms: u64,
+
+    /// Size of the in-process cache tier, in MiB.
+    #[arg(long, env = "CHAJA_CACHE_L1_MB", default_value_t = 64)]
+    pub cache_l1_mb: u64,
+
     /// How often the indexer polls the outbox when idle, in milliseconds.
     /// Local writes wake it at once; this bounds the lag of other writers.
     #[arg(long, env = "CHAJA_POLL_MS", default_value_t = 200)]

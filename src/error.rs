@@ -35,6 +35,10 @@ pub enum Error {
 
     #[error("i/o error")]
     Io(#[from] std::io::Error),
+
+    /// One computation's error, shared by every request that waited on it.
+    #[error("{0}")]
+    Shared(std::sync::Arc<Error>),
 }
 
 impl Error {
@@ -48,6 +52,9 @@ impl Error {
     /// True when the database could not be reached or timed out: the request
     /// may succeed later, and nothing was written.
     pub fn is_unavailable(&self) -> bool {
+        if let Error::Shared(inner) = self {
+            return inner.is_unavailable();
+        }
         matches!(
             self,
             Error::Database(
@@ -62,6 +69,7 @@ impl Error {
 
     pub fn status_code(&self) -> StatusCode {
         match self {
+            Error::Shared(inner) => inner.status_code(),
             Error::BadRequest { .. } => StatusCode::BAD_REQUEST,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -72,6 +80,7 @@ impl Error {
 
     fn code(&self) -> &'static str {
         match self {
+            Error::Shared(inner) => inner.code(),
             Error::BadRequest { code, .. } => code,
             Error::NotFound(_) => "not_found",
             Error::Unprocessable(_) => "unprocessable",

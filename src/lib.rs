@@ -13,11 +13,16 @@
 //!   in the commit payload. [`mirror::reindex`] rebuilds a new generation from
 //!   the tables beside the live one and publishes it atomically.
 //!
+//! Between the request and the index sits [`cache`]: answers of hot
+//! queries, in-process and in Redis, tagged with the outbox position they
+//! were computed at.
+//!
 //! Around them: [`config`] (every setting, one clap struct), [`error`] (the
 //! one error type and its JSON body), [`app`] (wiring and shutdown),
 //! [`model`] (the rows), [`seed`] (generated data), [`telemetry`] (logs).
 
 pub mod app;
+pub mod cache;
 pub mod config;
 pub mod db;
 pub mod error;

@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 
+use crate::cache::SearchCache;
 use crate::db::Db;
 use crate::index::SearchIndex;
 use crate::mirror::MirrorHandle;
@@ -21,6 +22,7 @@ pub use extract::{ApiJson, ApiPath, ApiQuery};
 #[derive(Clone)]
 pub struct AppState {
     pub db: Db,
+    pub cache: SearchCache,
     pub index: SearchIndex,
     pub mirror: MirrorHandle,
 }

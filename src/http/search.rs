@@ -1,6 +1,7 @@
 //! `GET /api/search`: the hot path. It reads only the index: no database
 //! connection is taken to answer a search.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::State;
@@ -9,6 +10,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::{ApiQuery, AppState};
+use crate::cache::{Answer, CacheStatus};
 use crate::error::{Error, Result};
 use crate::index::search::{self, Filter, Hit, Request};
 use crate::model::Kind;
@@ -38,9 +40,10 @@ pub struct SearchResponse {
     pub total: u64,
     pub hits: Vec<HitBody>,
     pub took_ms: f64,
+    pub cache: CacheStatus,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HitBody {
     #[serde(rename = "type")]
     pub kind: Kind,
@@ -126,22 +129,59 @@ pub fn to_request(params: &SearchParams) -> Result<Request> {
     })
 }
 
+/// The cache key: everything that changes the answer, normalized.
+fn cache_key(request: &Request) -> String {
+    let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
+    let kind = request.filter.kind.map_or("all", Kind::as_str);
+    // JSON quoting keeps keywords with spaces or separators unambiguous.
+    serde_json::json!([keywords, kind, request.offset, request.limit]).to_string()
+}
+
 async fn search_handler(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<Json<SearchResponse>> {
     let started = Instant::now();
     let request = to_request(&params)?;
-    let generation = state.index.live();
-    let span = tracing::Span::current();
-    let response = tokio::task::spawn_blocking(move || {
-        let _enter = span.enter();
-        search::search(&generation, &request)
-    })
-    .await??;
+    let run = |watermark: i64| {
+        let generation = state.index.live();
+        let request = request.clone();
+        let span = tracing::Span::current();
+        async move {
+            let response = tokio::task::spawn_blocking(move || {
+                let _enter = span.enter();
+                search::search(&generation, &request)
+            })
+            .await??;
+            Ok(Answer {
+                total: response.total,
+                hits: response.hits.into_iter().map(HitBody::from).collect(),
+                watermark,
+                computed_at_ms: crate::db::now_ms(),
+            })
+        }
+    };
+    // Only first pages are cached: deep pages are rare and would crowd out
+    // the hot set.
+    let (answer, freshness) = if request.offset == 0 {
+        state
+            .cache
+            .get_or_compute(&cache_key(&request), run)
+            .await?
+    } else {
+        let watermark = state.mirror.progress.applied_seq();
+        (
+            Arc::new(run(watermark).await?),
+            CacheStatus {
+                hit: false,
+                age_ms: 0,
+            },
+        )
+    };
     Ok(Json(SearchResponse {
-        total: response.total,
-        hits: response.hits.into_iter().map(HitBody::from).collect(),
+        total: answer.total,
+        hits: answer.hits.clone(),
         took_ms: started.elapsed().as_secs_f64() * 1000.0,
+        cache: freshness,
     }))
 }

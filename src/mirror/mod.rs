@@ -32,7 +32,7 @@ impl Progress {
         self.failing.load(Ordering::Acquire)
     }
 
-    fn committed(&self, seq: i64) {
+    pub(crate) fn committed(&self, seq: i64) {
         self.applied_seq.store(seq, Ordering::Release);
         self.last_commit_ms
             .store(crate::db::now_ms(), Ordering::Release);

@@ -35,6 +35,11 @@ macro_rules! both_stores {
     )*};
 }
 
+/// The Redis server for tests; CI starts it.
+pub fn redis_url() -> String {
+    std::env::var("CHAJA_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
 /// Where the MariaDB/MySQL server for tests is; CI starts it.
 fn mysql_server() -> String {
     std::env::var("CHAJA_TEST_MYSQL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned())
@@ -57,6 +62,11 @@ struct Fixture {
 }
 
 pub async fn spawn_app(store: Store) -> TestApp {
+    spawn_app_with(store, |_| {}).await
+}
+
+/// Like `spawn_app`, with settings changed by `configure`.
+pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)) -> TestApp {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
         .with_test_writer()
@@ -81,7 +91,7 @@ pub async fn spawn_app(store: Store) -> TestApp {
             (format!("{}/{name}", mysql_server()), Some(name))
         }
     };
-    let args = ServeArgs {
+    let mut args = ServeArgs {
         store: StoreArgs {
             database_url: url,
             index_dir: dir.path().join("index"),
@@ -90,9 +100,13 @@ pub async fn spawn_app(store: Store) -> TestApp {
         },
         bind: "127.0.0.1:0".parse().unwrap(),
         redis_url: None,
+        cache_prefix: format!("chaja-test-{:016x}", rand::random::<u64>()),
+        cache_max_stale_ms: 0,
+        cache_l1_mb: 16,
         poll_ms: 20,
         gap_grace_secs: 60,
     };
+    configure(&mut args);
     start(
         args,
         Fixture {

@@ -84,7 +84,7 @@ async fn bad_search_input_gets_json_4xx(store: Store) {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         body,
-        json!({ "total": 0, "hits": [], "took_ms": body["took_ms"] })
+        json!({ "total": 0, "hits": [], "took_ms": body["took_ms"], "cache": { "hit": false, "age_ms": 0 } })
     );
     app.finish().await;
 }
