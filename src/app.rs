@@ -67,13 +67,21 @@ impl App {
     /// Serves on `listener` until `shutdown`; in-flight requests finish and
     /// the indexer commits before this returns.
     pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
-        let indexer = tokio::spawn(self.indexer.run(shutdown.clone()));
+        let indexer = self.indexer;
+        let token = shutdown.clone();
+        let indexer = tokio::spawn(async move {
+            // Logged when it happens: searches go on, but the index stops
+            // following the database until a restart.
+            let result = indexer.run(token).await;
+            if let Err(e) = &result {
+                tracing::error!(error = ?e, "indexer stopped with an error");
+            }
+            result
+        });
         let served = http::serve(listener, self.state, shutdown.clone()).await;
         shutdown.cancel();
-        match indexer.await? {
-            Ok(()) => {}
-            Err(e) => tracing::error!(error = ?e, "indexer failed"),
-        }
+        // An indexer error was logged when it happened.
+        let _ = indexer.await?;
         Ok(served?)
     }
 }
