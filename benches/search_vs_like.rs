@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 
 use chaja::db::Db;
-use chaja::index::search::{search, Filter, Request};
+use chaja::index::search::{search, Filter, Request, Sort};
 use chaja::index::SearchIndex;
 use chaja::mirror::reindex::reindex;
 use chaja::text::parse_query;
@@ -84,6 +84,7 @@ async fn main() {
         let request = Request {
             keywords: parse_query(q),
             filter: Filter::default(),
+            sort: Sort::Recent,
             offset: 0,
             limit: 10,
             after: None,

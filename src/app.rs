@@ -59,6 +59,10 @@ impl App {
                 cache,
                 index,
                 mirror,
+                cursor_key: std::sync::Arc::new(blake3::derive_key(
+                    "chaja search cursor v1",
+                    args.cursor_secret.as_bytes(),
+                )),
             },
             indexer,
         })

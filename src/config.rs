@@ -110,6 +110,16 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_CACHE_L1_MB", default_value_t = 64)]
     pub cache_l1_mb: u64,
 
+    /// Secret that signs search cursors. Replicas behind one balancer need
+    /// the same one; set your own so that cursors cannot be forged.
+    #[arg(
+        long,
+        env = "CHAJA_CURSOR_SECRET",
+        default_value = "chaja-cursor-secret",
+        hide_default_value = true
+    )]
+    pub cursor_secret: String,
+
     /// How often the indexer polls the outbox when idle, in milliseconds.
     /// Local writes wake it at once; this bounds the lag of other writers.
     #[arg(long, env = "CHAJA_POLL_MS", default_value_t = 200)]

@@ -27,6 +27,7 @@ use crate::mirror::Progress;
 pub struct Answer {
     pub total: u64,
     pub hits: Vec<HitBody>,
+    pub next_cursor: Option<String>,
     /// The applied outbox position when it was computed.
     pub watermark: i64,
     pub computed_at_ms: i64,

@@ -6,6 +6,8 @@ pub mod health;
 pub mod platform;
 pub mod search;
 
+use std::sync::Arc;
+
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -25,6 +27,8 @@ pub struct AppState {
     pub cache: SearchCache,
     pub index: SearchIndex,
     pub mirror: MirrorHandle,
+    /// Signs search cursors, so a changed cursor is a 400.
+    pub cursor_key: Arc<[u8; 32]>,
 }
 
 pub fn router(state: AppState) -> Router {

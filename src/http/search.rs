@@ -1,5 +1,5 @@
-//! `GET /api/search`: the hot path. It reads only the index: no database
-//! connection is taken to answer a search.
+//! `GET /api/search`: the hot path. It reads only the cache and the index:
+//! no database connection is taken to answer a search.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -7,12 +7,14 @@ use std::time::Instant;
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use super::{ApiQuery, AppState};
 use crate::cache::{Answer, CacheStatus};
 use crate::error::{Error, Result};
-use crate::index::search::{self, Filter, Hit, Request};
+use crate::index::search::{self, Filter, Hit, Rank, Request, Sort};
 use crate::model::Kind;
 use crate::text::parse_query;
 
@@ -25,20 +27,31 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/api/search", get(search_handler))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchParams {
     pub q: Option<String>,
+    /// `question`, `review` or `all` (default).
     #[serde(rename = "type")]
     pub kind: Option<String>,
+    /// `recent` (default), `oldest` or `relevance`.
+    pub sort: Option<String>,
+    pub author_id: Option<i64>,
+    /// RFC 3339 bounds on `created_at`, inclusive.
+    pub from: Option<String>,
+    pub to: Option<String>,
     pub size: Option<usize>,
     pub page: Option<usize>,
+    /// `next_cursor` of the previous answer.
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct SearchResponse {
     pub total: u64,
     pub hits: Vec<HitBody>,
+    /// Continues after the last hit; null when this page was the last.
+    pub next_cursor: Option<String>,
     pub took_ms: f64,
     pub cache: CacheStatus,
 }
@@ -68,73 +81,164 @@ impl From<Hit> for HitBody {
     }
 }
 
+fn bad(code: &'static str, message: impl Into<String>) -> Error {
+    Error::bad_request(code, message)
+}
+
+fn parse_time(name: &str, value: Option<&str>) -> Result<Option<i64>> {
+    let Some(value) = value else { return Ok(None) };
+    let time = time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc3339)
+        .map_err(|_| bad("invalid_time", format!("{name} must be an RFC 3339 time")))?;
+    Ok(Some((time.unix_timestamp_nanos() / 1_000_000) as i64))
+}
+
 /// Checks the parameters and turns them into an index request.
-pub fn to_request(params: &SearchParams) -> Result<Request> {
+pub fn to_request(params: &SearchParams, cursor_key: &[u8; 32]) -> Result<Request> {
     let q = params.q.as_deref().unwrap_or("");
     if q.chars().count() > MAX_QUERY_CHARS {
-        return Err(Error::bad_request(
+        return Err(bad(
             "query_too_long",
             format!("q must be at most {MAX_QUERY_CHARS} characters"),
         ));
     }
     if q.chars().any(|c| c.is_control() && !c.is_whitespace()) {
-        return Err(Error::bad_request(
+        return Err(bad(
             "invalid_query",
             "q must not contain control characters",
         ));
     }
     // The query-string decoder replaces invalid UTF-8 with U+FFFD.
     if q.contains(char::REPLACEMENT_CHARACTER) {
-        return Err(Error::bad_request("invalid_query", "q must be valid UTF-8"));
+        return Err(bad("invalid_query", "q must be valid UTF-8"));
     }
     let keywords = parse_query(q);
     if keywords.is_empty() {
-        return Err(Error::bad_request(
-            "empty_query",
-            "q must contain a keyword",
-        ));
+        return Err(bad("empty_query", "q must contain a keyword"));
     }
     let kind = match params.kind.as_deref() {
         None | Some("all") => None,
-        Some(other) => Some(Kind::parse(other).ok_or_else(|| {
-            Error::bad_request("invalid_type", "type must be question, review or all")
-        })?),
+        Some(other) => Some(
+            Kind::parse(other)
+                .ok_or_else(|| bad("invalid_type", "type must be question, review or all"))?,
+        ),
     };
+    let sort = match params.sort.as_deref() {
+        None | Some("recent") => Sort::Recent,
+        Some("oldest") => Sort::Oldest,
+        Some("relevance") => Sort::Relevance,
+        Some(_) => {
+            return Err(bad(
+                "invalid_sort",
+                "sort must be recent, oldest or relevance",
+            ))
+        }
+    };
+    let from = parse_time("from", params.from.as_deref())?;
+    let to = parse_time("to", params.to.as_deref())?;
+    if let (Some(from), Some(to)) = (from, to) {
+        if from > to {
+            return Err(bad("invalid_time", "from must not be after to"));
+        }
+    }
     let size = params.size.unwrap_or(10);
     if !(1..=MAX_SIZE).contains(&size) {
-        return Err(Error::bad_request(
+        return Err(bad(
             "invalid_size",
             format!("size must be between 1 and {MAX_SIZE}"),
         ));
     }
     let page = params.page.unwrap_or(1);
     if page == 0 {
-        return Err(Error::bad_request("invalid_page", "page starts at 1"));
+        return Err(bad("invalid_page", "page starts at 1"));
     }
     if page.saturating_mul(size) > MAX_DEPTH {
-        return Err(Error::bad_request(
+        return Err(bad(
             "too_deep",
-            format!("page × size must be at most {MAX_DEPTH}"),
+            format!("page × size must be at most {MAX_DEPTH}; use next_cursor to go deeper"),
         ));
     }
-    Ok(Request {
+    let mut request = Request {
         keywords,
         filter: Filter {
             kind,
-            ..Filter::default()
+            author_id: params.author_id,
+            from,
+            to,
         },
+        sort,
         offset: (page - 1) * size,
         limit: size,
         after: None,
-    })
+    };
+    if let Some(cursor) = &params.cursor {
+        if page != 1 {
+            return Err(bad("invalid_cursor", "cursor and page cannot be combined"));
+        }
+        request.after = Some(decode_cursor(cursor, &request, cursor_key)?);
+    }
+    Ok(request)
 }
 
-/// The cache key: everything that changes the answer, normalized.
-fn cache_key(request: &Request) -> String {
+/// What a cursor is bound to: the query and filters, not the page size.
+fn fingerprint(request: &Request) -> String {
     let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
-    let kind = request.filter.kind.map_or("all", Kind::as_str);
-    // JSON quoting keeps keywords with spaces or separators unambiguous.
-    serde_json::json!([keywords, kind, request.offset, request.limit]).to_string()
+    let f = &request.filter;
+    let kind = f.kind.map_or("all", Kind::as_str);
+    let sort = format!("{:?}", request.sort);
+    let text = serde_json::json!([keywords, kind, f.author_id, f.from, f.to, sort]).to_string();
+    blake3::hash(text.as_bytes()).to_hex()[..16].to_owned()
+}
+
+#[derive(Serialize, Deserialize)]
+struct CursorBody {
+    /// The rank of the last hit served.
+    r: Rank,
+    /// The query it belongs to.
+    f: String,
+}
+
+/// `base64(json).base64(mac)`: opaque to clients, and a changed byte is a 400
+/// rather than a silently different page.
+pub fn encode_cursor(rank: Rank, request: &Request, key: &[u8; 32]) -> String {
+    let body = serde_json::to_vec(&CursorBody {
+        r: rank,
+        f: fingerprint(request),
+    })
+    .expect("cursor serializes");
+    let mac = blake3::keyed_hash(key, &body);
+    format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(&body),
+        URL_SAFE_NO_PAD.encode(&mac.as_bytes()[..16])
+    )
+}
+
+fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<Rank> {
+    let invalid = || bad("invalid_cursor", "cursor is malformed or was changed");
+    let (body, mac) = token.split_once('.').ok_or_else(invalid)?;
+    let body = URL_SAFE_NO_PAD.decode(body).map_err(|_| invalid())?;
+    let mac = URL_SAFE_NO_PAD.decode(mac).map_err(|_| invalid())?;
+    let expected = blake3::keyed_hash(key, &body);
+    if !constant_time_eq(&expected.as_bytes()[..16], &mac) {
+        return Err(invalid());
+    }
+    let cursor: CursorBody = serde_json::from_slice(&body).map_err(|_| invalid())?;
+    if cursor.f != fingerprint(request) {
+        return Err(bad(
+            "invalid_cursor",
+            "cursor belongs to another query, sort or filter",
+        ));
+    }
+    Ok(cursor.r)
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The cache key: everything that changes a first page, normalized.
+fn cache_key(request: &Request) -> String {
+    format!("{}:{}", fingerprint(request), request.limit)
 }
 
 async fn search_handler(
@@ -142,46 +246,82 @@ async fn search_handler(
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<Json<SearchResponse>> {
     let started = Instant::now();
-    let request = to_request(&params)?;
+    let request = to_request(&params, &state.cursor_key)?;
     let run = |watermark: i64| {
         let generation = state.index.live();
         let request = request.clone();
+        let key = state.cursor_key.clone();
         let span = tracing::Span::current();
         async move {
-            let response = tokio::task::spawn_blocking(move || {
+            let (response, request) = tokio::task::spawn_blocking(move || {
                 let _enter = span.enter();
-                search::search(&generation, &request)
+                search::search(&generation, &request).map(|r| (r, request))
             })
             .await??;
+            let next_cursor = match response.hits.last() {
+                Some(last) if response.hits.len() == request.limit => {
+                    Some(encode_cursor(last.rank, &request, &key))
+                }
+                _ => None,
+            };
             Ok(Answer {
                 total: response.total,
                 hits: response.hits.into_iter().map(HitBody::from).collect(),
+                next_cursor,
                 watermark,
                 computed_at_ms: crate::db::now_ms(),
             })
         }
     };
-    // Only first pages are cached: deep pages are rare and would crowd out
-    // the hot set.
-    let (answer, freshness) = if request.offset == 0 {
+    // Only first pages are cached: deep pages and cursor pages are rare per
+    // key and would crowd out the hot set.
+    let first_page = request.offset == 0 && request.after.is_none();
+    let (answer, cache) = if first_page {
         state
             .cache
             .get_or_compute(&cache_key(&request), run)
             .await?
     } else {
         let watermark = state.mirror.progress.applied_seq();
-        (
-            Arc::new(run(watermark).await?),
-            CacheStatus {
-                hit: false,
-                age_ms: 0,
-            },
-        )
+        let miss = CacheStatus {
+            hit: false,
+            age_ms: 0,
+        };
+        (Arc::new(run(watermark).await?), miss)
     };
     Ok(Json(SearchResponse {
         total: answer.total,
         hits: answer.hits.clone(),
+        next_cursor: answer.next_cursor.clone(),
         took_ms: started.elapsed().as_secs_f64() * 1000.0,
-        cache: freshness,
+        cache,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(q: &str) -> Request {
+        let params = SearchParams {
+            q: Some(q.to_owned()),
+            ..SearchParams::default()
+        };
+        to_request(&params, &[7; 32]).unwrap()
+    }
+
+    #[test]
+    fn cursors_round_trip_and_reject_changes() {
+        let key = [7; 32];
+        let r = request("스프링");
+        let token = encode_cursor((0, 123, 456), &r, &key);
+        assert_eq!(decode_cursor(&token, &r, &key).unwrap(), (0, 123, 456));
+        // Another query, another key, a flipped character, garbage.
+        assert!(decode_cursor(&token, &request("부트"), &key).is_err());
+        assert!(decode_cursor(&token, &r, &[8; 32]).is_err());
+        let mut flipped = token.clone().into_bytes();
+        flipped[3] = if flipped[3] == b'A' { b'B' } else { b'A' };
+        assert!(decode_cursor(&String::from_utf8(flipped).unwrap(), &r, &key).is_err());
+        assert!(decode_cursor("not-a-cursor", &r, &key).is_err());
+    }
 }

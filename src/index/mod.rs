@@ -24,7 +24,7 @@ use tantivy::{
 };
 
 use crate::model::{Doc, Kind};
-use schema::{build_schema, Fields, BIGRAM, UNIGRAM};
+use schema::{build_schema, Fields, BIGRAM, TRIGRAM, UNIGRAM};
 use tokenizer::GramTokenizer;
 
 pub type Result<T, E = tantivy::TantivyError> = std::result::Result<T, E>;
@@ -48,6 +48,9 @@ impl Generation {
     }
 
     fn from_index(id: u64, path: PathBuf, index: Index) -> Result<Generation> {
+        index
+            .tokenizers()
+            .register(TRIGRAM, GramTokenizer::trigram());
         index.tokenizers().register(BIGRAM, GramTokenizer::bigram());
         index
             .tokenizers()
@@ -123,9 +126,11 @@ impl DocWriter {
         d.add_u64(f.question_id, doc.question_id.unwrap_or(0) as u64);
         if let Some(title) = &doc.title {
             d.add_text(f.title, title);
+            d.add_text(f.grams2, title);
             d.add_text(f.chars, title);
         }
         d.add_text(f.content, &doc.content);
+        d.add_text(f.grams2, &doc.content);
         d.add_text(f.chars, &doc.content);
         self.writer.add_document(d)?;
         Ok(())

@@ -6,6 +6,7 @@ use tantivy::schema::{
 };
 
 /// Tokenizer names, registered on every opened index.
+pub const TRIGRAM: &str = "chaja_trigram";
 pub const BIGRAM: &str = "chaja_bigram";
 pub const UNIGRAM: &str = "chaja_unigram";
 
@@ -21,11 +22,16 @@ pub struct Fields {
     pub author_id: Field,
     /// The question a review belongs to; 0 for questions.
     pub question_id: Field,
-    /// Original text, stored for snippets; indexed as positional bigrams.
+    /// Original text, stored for snippets; indexed as positional trigrams
+    /// with frequencies: a 3-character keyword is one term, a longer one a
+    /// phrase of few, sparse terms, and BM25 has what it needs.
     pub title: Field,
     pub content: Field,
-    /// Every character of title and content, doc ids only: 1-character
-    /// keywords are a single term lookup here.
+    /// Bigrams of title and content, doc ids only: a 2-character keyword is
+    /// one term, counted from its postings.
+    pub grams2: Field,
+    /// Every character of title and content, doc ids only: the same for
+    /// 1-character keywords.
     pub chars: Field,
 }
 
@@ -39,6 +45,7 @@ impl Fields {
             question_id: schema.get_field("question_id")?,
             title: schema.get_field("title")?,
             content: schema.get_field("content")?,
+            grams2: schema.get_field("grams2")?,
             chars: schema.get_field("chars")?,
         })
     }
@@ -52,21 +59,22 @@ pub fn build_schema() -> Schema {
     b.add_i64_field("updated_at", NumericOptions::default() | FAST);
     b.add_u64_field("author_id", number());
     b.add_u64_field("question_id", NumericOptions::default() | STORED);
-    let grams = TextOptions::default().set_stored().set_indexing_options(
+    let trigrams = TextOptions::default().set_stored().set_indexing_options(
         TextFieldIndexing::default()
-            .set_tokenizer(BIGRAM)
+            .set_tokenizer(TRIGRAM)
             .set_index_option(IndexRecordOption::WithFreqsAndPositions),
     );
-    b.add_text_field("title", grams.clone());
-    b.add_text_field("content", grams);
-    b.add_text_field(
-        "chars",
+    b.add_text_field("title", trigrams.clone());
+    b.add_text_field("content", trigrams);
+    let doc_ids_only = |tokenizer| {
         TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
-                .set_tokenizer(UNIGRAM)
+                .set_tokenizer(tokenizer)
                 .set_index_option(IndexRecordOption::Basic)
                 .set_fieldnorms(false),
-        ),
-    );
+        )
+    };
+    b.add_text_field("grams2", doc_ids_only(BIGRAM));
+    b.add_text_field("chars", doc_ids_only(UNIGRAM));
     b.build()
 }

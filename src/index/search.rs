@@ -1,35 +1,67 @@
-//! Query execution: exact substring matching, newest first, exact totals.
+//! Query execution: exact substring matching, three orders, exact totals.
 //!
 //! Every keyword becomes a query that matches exactly the rows whose
 //! normalized title or content contains it:
-//! - 1 character: one term of the `chars` field;
-//! - 2 characters: one bigram term in `title` or `content`;
-//! - longer: a slop-0 phrase of its bigrams in `title` or `content`.
+//! - 1 character: one term of `chars`;
+//! - 2 characters: one term of `grams2`;
+//! - 3 characters: one trigram term in `title` or `content`;
+//! - longer: a slop-0 phrase of the fewest trigrams that pin every character.
 //!
+//! The total is exact. For a single-term query on a segment without deletes
+//! it is the term's document frequency; otherwise every match is visited.
 //! Segments are sorted by `created_at` descending, so the newest-first top-k
-//! of a segment is final as soon as a document is older than the k-th best
-//! seen; after that the scorer is only counted, which skips the fast-field
-//! reads and the heap.
+//! of a segment is final as soon as a match is older than the k-th best; the
+//! rest of the segment is only counted. Large segments are cut in two halves
+//! scanned in parallel (a scorer can `seek` to the middle), because one merged
+//! segment would otherwise leave a core idle.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::ops::Range;
 
-use tantivy::query::{BooleanQuery, EnableScoring, Occur, PhraseQuery, Query, TermQuery};
-use tantivy::schema::{IndexRecordOption, Term, Value};
-use tantivy::{DocAddress, DocId, DocSet, Searcher, TantivyDocument, TERMINATED};
+use rayon::prelude::*;
+use tantivy::query::{
+    BooleanQuery, BoostQuery, EnableScoring, Occur, PhraseQuery, Query, TermQuery, Weight,
+};
+use tantivy::schema::{Field, IndexRecordOption, Term, Value};
+use tantivy::{DocAddress, DocId, DocSet, Searcher, SegmentReader, TantivyDocument, TERMINATED};
 
 use super::schema::Fields;
-use super::tokenizer::grams;
+use super::tokenizer::trigram_cover;
 use super::{Generation, Result};
 use crate::model::Kind;
 use crate::text::{highlight, lead, Keyword, SNIPPET_CHARS};
 
-/// Position of a row in the newest-first order: `created_at DESC`, then
-/// `uid DESC` (id, then kind). Larger is newer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct SortKey {
-    pub created_at: i64,
-    pub uid: u64,
+/// Segments with more documents than this are scanned as two halves.
+const SPLIT_DOCS: u32 = 32_768;
+
+/// Title matches weigh this much more than content matches in relevance.
+const TITLE_BOOST: f32 = 2.0;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sort {
+    /// `created_at DESC, id DESC`.
+    #[default]
+    Recent,
+    /// `created_at ASC, id ASC`.
+    Oldest,
+    /// BM25 over the trigram fields (title boosted), then newest first.
+    /// 1- and 2-character keywords carry no frequencies (their fields keep
+    /// doc ids only), so they add nothing to the score.
+    Relevance,
+}
+
+/// A hit's place in the requested order: larger comes first. Cursors carry
+/// it, and the next page takes only ranks below it.
+pub type Rank = (i64, i64, u64);
+
+fn rank(sort: Sort, created_at: i64, uid: u64, score: f32) -> Rank {
+    match sort {
+        Sort::Recent => (0, created_at, uid),
+        Sort::Oldest => (0, -created_at, u64::MAX - uid),
+        // BM25 scores are never negative, so their bits order like them.
+        Sort::Relevance => (i64::from(score.max(0.0).to_bits()), created_at, uid),
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,18 +74,16 @@ pub struct Filter {
 }
 
 impl Filter {
-    fn accepts(&self, key: SortKey) -> bool {
-        if let Some(kind) = self.kind {
-            if Kind::from_uid(key.uid).0 != kind {
-                return false;
-            }
-        }
-        self.from.is_none_or(|from| key.created_at >= from)
-            && self.to.is_none_or(|to| key.created_at <= to)
+    fn accepts(&self, created_at: i64, uid: u64) -> bool {
+        self.kind.is_none_or(|kind| Kind::from_uid(uid).0 == kind)
+            && self.from.is_none_or(|from| created_at >= from)
+            && self.to.is_none_or(|to| created_at <= to)
     }
 
-    fn is_empty(&self) -> bool {
-        *self == Filter::default()
+    /// Filters checked on fast fields during the scan (the author filter is
+    /// part of the query instead).
+    fn needs_scan_check(&self) -> bool {
+        self.kind.is_some() || self.from.is_some() || self.to.is_some()
     }
 }
 
@@ -61,11 +91,12 @@ impl Filter {
 pub struct Request {
     pub keywords: Vec<Keyword>,
     pub filter: Filter,
+    pub sort: Sort,
     /// Hits to skip, for page-based paging.
     pub offset: usize,
     pub limit: usize,
-    /// Only rows strictly older than this key, for cursor paging.
-    pub after: Option<SortKey>,
+    /// Only hits ranked strictly below this, for cursor paging.
+    pub after: Option<Rank>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -77,7 +108,7 @@ pub struct Hit {
     /// HTML: escaped text with `<em>` around the matches.
     pub snippet: String,
     pub created_at: i64,
-    pub key: SortKey,
+    pub rank: Rank,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -88,17 +119,21 @@ pub struct Response {
 }
 
 /// The query that matches exactly the rows containing every keyword.
-pub fn build_query(fields: &Fields, keywords: &[Keyword], filter: &Filter) -> Box<dyn Query> {
+pub fn build_query(
+    fields: &Fields,
+    keywords: &[Keyword],
+    filter: &Filter,
+    scoring: bool,
+) -> Box<dyn Query> {
     let mut must: Vec<(Occur, Box<dyn Query>)> = keywords
         .iter()
-        .map(|k| (Occur::Must, keyword_query(fields, k)))
+        .map(|k| (Occur::Must, keyword_query(fields, k, scoring)))
         .collect();
     if let Some(author) = filter.author_id {
         let term = Term::from_field_u64(fields.author_id, author as u64);
-        must.push((
-            Occur::Must,
-            Box::new(TermQuery::new(term, IndexRecordOption::Basic)),
-        ));
+        let query: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::Basic));
+        // Must, but without adding to the score.
+        must.push((Occur::Must, Box::new(BoostQuery::new(query, 0.0))));
     }
     if must.len() == 1 {
         return must.pop().expect("one clause").1;
@@ -106,22 +141,22 @@ pub fn build_query(fields: &Fields, keywords: &[Keyword], filter: &Filter) -> Bo
     Box::new(BooleanQuery::new(must))
 }
 
-fn keyword_query(fields: &Fields, keyword: &Keyword) -> Box<dyn Query> {
+fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -> Box<dyn Query> {
     let text = keyword.as_str();
     match keyword.char_len() {
         0 => unreachable!("keywords are never empty"),
-        1 => Box::new(TermQuery::new(
-            Term::from_field_text(fields.chars, text),
-            IndexRecordOption::Basic,
-        )),
-        2 => either_field(fields, |field| {
-            Box::new(TermQuery::new(
-                Term::from_field_text(field, text),
-                IndexRecordOption::Basic,
-            ))
-        }),
-        _ => either_field(fields, |field| {
-            let terms = grams(text, 2)
+        1 => term_query(fields.chars, text, IndexRecordOption::Basic),
+        2 => term_query(fields.grams2, text, IndexRecordOption::Basic),
+        3 => {
+            let option = if scoring {
+                IndexRecordOption::WithFreqs
+            } else {
+                IndexRecordOption::Basic
+            };
+            title_or_content(fields, |field| term_query(field, text, option))
+        }
+        _ => title_or_content(fields, |field| {
+            let terms = trigram_cover(text)
                 .into_iter()
                 .map(|(offset, gram)| (offset, Term::from_field_text(field, &gram)))
                 .collect();
@@ -130,93 +165,204 @@ fn keyword_query(fields: &Fields, keyword: &Keyword) -> Box<dyn Query> {
     }
 }
 
-fn either_field(
-    fields: &Fields,
-    query: impl Fn(tantivy::schema::Field) -> Box<dyn Query>,
-) -> Box<dyn Query> {
+fn term_query(field: Field, text: &str, option: IndexRecordOption) -> Box<dyn Query> {
+    Box::new(TermQuery::new(Term::from_field_text(field, text), option))
+}
+
+fn title_or_content(fields: &Fields, query: impl Fn(Field) -> Box<dyn Query>) -> Box<dyn Query> {
     Box::new(BooleanQuery::new(vec![
-        (Occur::Should, query(fields.title)),
+        (
+            Occur::Should,
+            Box::new(BoostQuery::new(query(fields.title), TITLE_BOOST)),
+        ),
         (Occur::Should, query(fields.content)),
     ]))
 }
 
+/// The one term a query is, when it is one: its total is a document count.
+fn single_term(fields: &Fields, request: &Request) -> Option<Term> {
+    match (request.keywords.as_slice(), request.filter.author_id) {
+        ([keyword], None) => match keyword.char_len() {
+            1 => Some(Term::from_field_text(fields.chars, keyword.as_str())),
+            2 => Some(Term::from_field_text(fields.grams2, keyword.as_str())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// What one scanned range of one segment found.
+#[derive(Default)]
+struct Partial {
+    total: u64,
+    top: Vec<(Rank, DocAddress)>,
+}
+
 /// Runs a search on one generation. Blocking: call it off the async workers.
 pub fn search(generation: &Generation, request: &Request) -> Result<Response> {
+    search_split(generation, request, SPLIT_DOCS)
+}
+
+/// [`search`], cutting segments larger than `split_docs` in two halves;
+/// tests use a tiny value to exercise the split on small indexes.
+pub fn search_split(
+    generation: &Generation,
+    request: &Request,
+    split_docs: u32,
+) -> Result<Response> {
     debug_assert!(!request.keywords.is_empty());
     let searcher = generation.reader.searcher();
     let fields = &generation.fields;
-    let query = build_query(fields, &request.keywords, &request.filter);
-    let weight = query.weight(EnableScoring::disabled_from_searcher(&searcher))?;
-    let k = request.offset + request.limit;
-    // Min-heap of the k newest keys seen so far, with their addresses.
-    let mut top: BinaryHeap<Reverse<(SortKey, DocAddress)>> = BinaryHeap::with_capacity(k + 1);
-    let mut total: u64 = 0;
-    // The author filter is part of the query; the others are checked here,
-    // and only without them is every scored document a counted match.
-    let text_only = Filter {
-        author_id: None,
-        ..request.filter
-    }
-    .is_empty();
+    let scoring = request.sort == Sort::Relevance;
+    let query = build_query(fields, &request.keywords, &request.filter, scoring);
+    let enable = if scoring {
+        EnableScoring::enabled_from_searcher(&searcher)
+    } else {
+        EnableScoring::disabled_from_searcher(&searcher)
+    };
+    let weight = query.weight(enable)?;
+    let term = single_term(fields, request);
 
+    let mut tasks: Vec<(u32, Range<DocId>, Option<u64>)> = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-        let mut scorer = weight.scorer(segment, 1.0)?;
-        let created = segment.fast_fields().i64("created_at")?;
-        let uid = segment.fast_fields().u64("uid")?;
-        let alive = segment.alive_bitset();
-        let mut doc: DocId = scorer.doc();
-        while doc != TERMINATED {
-            if alive.is_some_and(|a| a.is_deleted(doc)) {
-                doc = scorer.advance();
-                continue;
-            }
-            let key = SortKey {
-                created_at: created.first(doc).unwrap_or_default(),
-                uid: uid.first(doc).unwrap_or_default(),
-            };
-            let full = k == 0 || top.len() == k;
-            if full && text_only {
-                let kth = top.peek().map(|Reverse((key, _))| key.created_at);
-                if kth.is_none_or(|kth| key.created_at < kth) {
-                    // Sorted segment: nothing after this can enter the top.
-                    total += match alive {
-                        Some(alive) => u64::from(scorer.count(alive)),
-                        None => u64::from(scorer.count_including_deleted()),
-                    };
-                    break;
-                }
-            }
-            if request.filter.accepts(key) {
-                total += 1;
-                if k > 0 && request.after.is_none_or(|after| key < after) {
-                    let entry = Reverse((key, DocAddress::new(ord as u32, doc)));
-                    if top.len() < k {
-                        top.push(entry);
-                    } else if top.peek().is_some_and(|min| entry < *min) {
-                        top.pop();
-                        top.push(entry);
-                    }
-                }
-            }
-            doc = scorer.advance();
+        let max = segment.max_doc();
+        let known_total = match &term {
+            Some(term) if !segment.has_deletes() && !request.filter.needs_scan_check() => Some(
+                u64::from(segment.inverted_index(term.field())?.doc_freq(term)?),
+            ),
+            _ => None,
+        };
+        if known_total.is_none() && max > split_docs {
+            tasks.push((ord as u32, 0..max / 2, None));
+            tasks.push((ord as u32, max / 2..max, None));
+        } else {
+            tasks.push((ord as u32, 0..max, known_total));
         }
     }
+    let partials = tasks
+        .par_iter()
+        .map(|(ord, range, known_total)| {
+            let segment = searcher.segment_reader(*ord);
+            scan(
+                &*weight,
+                segment,
+                *ord,
+                range.clone(),
+                *known_total,
+                request,
+            )
+        })
+        .collect::<Result<Vec<Partial>>>()?;
 
-    let mut ranked: Vec<(SortKey, DocAddress)> = top.into_iter().map(|Reverse(e)| e).collect();
+    let mut total = 0;
+    let mut ranked: Vec<(Rank, DocAddress)> = Vec::new();
+    for partial in partials {
+        total += partial.total;
+        ranked.extend(partial.top);
+    }
     ranked.sort_unstable_by_key(|entry| Reverse(entry.0));
     let hits = ranked
         .into_iter()
         .skip(request.offset)
-        .map(|(key, address)| load_hit(&searcher, fields, &request.keywords, key, address))
+        .take(request.limit)
+        .map(|(rank, address)| load_hit(&searcher, fields, &request.keywords, rank, address))
         .collect::<Result<Vec<Hit>>>()?;
     Ok(Response { total, hits })
+}
+
+/// Scans `range` of one segment: counts every match and keeps the best k.
+/// `known_total` is the segment's total when the postings already say it;
+/// the scan then stops as soon as the top-k is final.
+fn scan(
+    weight: &dyn Weight,
+    segment: &SegmentReader,
+    ord: u32,
+    range: Range<DocId>,
+    known_total: Option<u64>,
+    request: &Request,
+) -> Result<Partial> {
+    let k = request.offset + request.limit;
+    let mut scorer = weight.scorer(segment, 1.0)?;
+    let created = segment.fast_fields().i64("created_at")?;
+    let uid = segment.fast_fields().u64("uid")?;
+    let alive = segment.alive_bitset();
+    let filter = &request.filter;
+    let check_filter = filter.needs_scan_check();
+    // Only newest-first follows the segment order.
+    let can_stop = request.sort == Sort::Recent;
+
+    let mut top: BinaryHeap<Reverse<(Rank, DocId)>> = BinaryHeap::with_capacity(k + 1);
+    let mut total: u64 = 0;
+    let mut collecting = k > 0;
+    let mut doc = scorer.doc();
+    if doc < range.start {
+        doc = scorer.seek(range.start);
+    }
+    while doc < range.end {
+        debug_assert!(doc != TERMINATED);
+        if alive.is_some_and(|a| a.is_deleted(doc)) {
+            doc = scorer.advance();
+            continue;
+        }
+        if !collecting {
+            // Counting only: read fast fields just when a filter needs them.
+            if !check_filter
+                || filter.accepts(
+                    created.first(doc).unwrap_or_default(),
+                    uid.first(doc).unwrap_or_default(),
+                )
+            {
+                total += 1;
+            }
+            doc = scorer.advance();
+            continue;
+        }
+        let created_at = created.first(doc).unwrap_or_default();
+        let doc_uid = uid.first(doc).unwrap_or_default();
+        if can_stop && top.len() == k {
+            let kth = top.peek().map_or(i64::MIN, |Reverse((r, _))| r.1);
+            if created_at < kth {
+                // Sorted segment: nothing after this can enter the top.
+                collecting = false;
+                if known_total.is_some() {
+                    break;
+                }
+                continue;
+            }
+        }
+        if filter.accepts(created_at, doc_uid) {
+            total += 1;
+            let score = if request.sort == Sort::Relevance {
+                scorer.score()
+            } else {
+                0.0
+            };
+            let r = rank(request.sort, created_at, doc_uid, score);
+            if request.after.is_none_or(|after| r < after) {
+                if top.len() < k {
+                    top.push(Reverse((r, doc)));
+                } else if top.peek().is_some_and(|Reverse(min)| (r, doc) > *min) {
+                    top.pop();
+                    top.push(Reverse((r, doc)));
+                }
+            }
+        }
+        doc = scorer.advance();
+    }
+    Ok(Partial {
+        total: known_total.unwrap_or(total),
+        top: top
+            .into_iter()
+            .map(|Reverse((r, doc))| (r, DocAddress::new(ord, doc)))
+            .collect(),
+    })
 }
 
 fn load_hit(
     searcher: &Searcher,
     fields: &Fields,
     keywords: &[Keyword],
-    key: SortKey,
+    rank: Rank,
     address: DocAddress,
 ) -> Result<Hit> {
     let doc: TantivyDocument = searcher.doc(address)?;
@@ -234,14 +380,25 @@ fn load_hit(
         .map(|id| id as i64);
     let snippet = highlight(&content, keywords, SNIPPET_CHARS)
         .unwrap_or_else(|| lead(&content, SNIPPET_CHARS));
-    let (kind, id) = Kind::from_uid(key.uid);
+    let segment = searcher.segment_reader(address.segment_ord);
+    let created_at = segment
+        .fast_fields()
+        .i64("created_at")?
+        .first(address.doc_id)
+        .unwrap_or_default();
+    let uid = segment
+        .fast_fields()
+        .u64("uid")?
+        .first(address.doc_id)
+        .unwrap_or_default();
+    let (kind, id) = Kind::from_uid(uid);
     Ok(Hit {
         kind,
         id,
         question_id,
         title,
         snippet,
-        created_at: key.created_at,
-        key,
+        created_at,
+        rank,
     })
 }

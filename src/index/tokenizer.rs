@@ -24,6 +24,10 @@ impl GramTokenizer {
     pub fn bigram() -> Self {
         GramTokenizer { n: 2 }
     }
+
+    pub fn trigram() -> Self {
+        GramTokenizer { n: 3 }
+    }
 }
 
 pub struct GramStream {
@@ -78,19 +82,41 @@ impl TokenStream for GramStream {
     }
 }
 
-/// The grams of a normalized keyword, with their character offsets.
-pub fn grams(keyword: &str, n: usize) -> Vec<(usize, String)> {
+/// The fewest trigrams of a normalized keyword (4+ characters) that still
+/// pin every character, with their offsets: 0, 3, 6, … and the last one.
+/// A slop-0 phrase of them matches exactly where the keyword occurs, and
+/// fewer terms mean fewer positions to check.
+pub fn trigram_cover(keyword: &str) -> Vec<(usize, String)> {
     let chars: Vec<char> = keyword.chars().collect();
-    chars
-        .windows(n)
-        .enumerate()
-        .map(|(i, w)| (i, w.iter().collect()))
+    debug_assert!(chars.len() >= 3);
+    let last = chars.len() - 3;
+    let mut offsets: Vec<usize> = (0..=last).step_by(3).collect();
+    if offsets.last() != Some(&last) {
+        offsets.push(last);
+    }
+    offsets
+        .into_iter()
+        .map(|i| (i, chars[i..i + 3].iter().collect()))
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trigram_cover_pins_every_character_with_few_terms() {
+        let offsets = |k: &str| {
+            trigram_cover(k)
+                .into_iter()
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(offsets("abcd"), [0, 1]);
+        assert_eq!(offsets("abcdef"), [0, 3]);
+        assert_eq!(offsets("abcdefg"), [0, 3, 4]);
+        assert_eq!(trigram_cover("있습니다")[1].1, "습니다");
+    }
 
     fn tokens(mut t: GramTokenizer, text: &str) -> Vec<(String, usize)> {
         let mut out = Vec::new();
@@ -116,6 +142,7 @@ mod tests {
             ]
         );
         assert!(tokens(GramTokenizer::bigram(), "가").is_empty());
+        assert_eq!(tokens(GramTokenizer::trigram(), "abcd").len(), 2);
         assert_eq!(tokens(GramTokenizer::unigram(), "가A").len(), 2);
     }
 }

@@ -103,6 +103,7 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         cache_prefix: format!("chaja-test-{:016x}", rand::random::<u64>()),
         cache_max_stale_ms: 0,
         cache_l1_mb: 16,
+        cursor_secret: "test".to_owned(),
         poll_ms: 20,
         gap_grace_secs: 60,
     };

@@ -1,10 +1,11 @@
-//! The index against a brute-force scan: for random rows and keywords, the
-//! hits and totals are exactly those of `normalize(q) ⊂ normalize(text)`.
+//! The index against a brute-force scan: for random rows, keywords, sorts,
+//! filters and cursor walks, the hits and totals are exactly those of
+//! `normalize(q) ⊂ normalize(title or content)`.
 
 use proptest::prelude::*;
 use unicode_normalization::UnicodeNormalization;
 
-use chaja::index::search::{search, Filter, Request};
+use chaja::index::search::{search_split, Filter, Request, Sort};
 use chaja::index::{create_generation, Generation};
 use chaja::model::{Doc, Kind};
 use chaja::text::{parse_query, row_matches};
@@ -63,36 +64,68 @@ fn keyword() -> impl Strategy<Value = String> {
         "é",
         "fi",
     ]);
-    prop::collection::vec(pieces, 1..5).prop_map(|v| v.concat())
+    prop::collection::vec(pieces, 1..6).prop_map(|v| v.concat())
 }
 
-fn build(docs: &[Doc]) -> (tempfile::TempDir, Generation) {
+fn build(docs: &[Doc], deleted: &[usize]) -> (tempfile::TempDir, Generation) {
     let dir = tempfile::tempdir().unwrap();
     let (generation, mut writer) = create_generation(dir.path(), 16 << 20).unwrap();
-    for doc in docs {
+    // Two commits, so there are two segments and deletes in the first.
+    let half = docs.len() / 2;
+    for doc in &docs[..half] {
         writer.upsert(doc).unwrap();
     }
     writer.commit(1).unwrap();
+    for doc in &docs[half..] {
+        writer.upsert(doc).unwrap();
+    }
+    for &i in deleted {
+        writer.delete(docs[i].kind, docs[i].id);
+    }
+    writer.commit(2).unwrap();
     generation.reader.reload().unwrap();
     (dir, generation)
 }
 
+fn sort_strategy() -> impl Strategy<Value = Sort> {
+    prop::sample::select(vec![Sort::Recent, Sort::Oldest, Sort::Relevance])
+}
+
+fn filter_strategy() -> impl Strategy<Value = Filter> {
+    (
+        prop::option::of(prop::sample::select(vec![Kind::Question, Kind::Review])),
+        prop::option::of(1i64..3),
+        prop::option::of(0i64..10),
+        prop::option::of(10i64..20),
+    )
+        .prop_map(|(kind, author_id, from, to)| Filter {
+            kind,
+            author_id,
+            from,
+            to,
+        })
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn search_equals_brute_force(
-        rows in prop::collection::vec((text(), text(), 0i64..20, any::<bool>()), 1..40),
-        queries in prop::collection::vec((keyword(), prop::option::of(keyword())), 1..8),
-        size in 1usize..8,
+        rows in prop::collection::vec((text(), text(), 0i64..20, any::<bool>(), 1i64..3), 1..40),
+        deleted in prop::collection::vec(0usize..40, 0..5),
+        queries in prop::collection::vec((keyword(), prop::option::of(keyword())), 1..6),
+        sort in sort_strategy(),
+        filter in prop::option::of(filter_strategy()),
+        size in 1usize..6,
+        split in prop::sample::select(vec![4u32, 1 << 20]),
     ) {
         let docs: Vec<Doc> = rows
             .iter()
             .enumerate()
-            .map(|(i, (title, content, at, is_review))| Doc {
+            .map(|(i, (title, content, at, is_review, author))| Doc {
                 kind: if *is_review { Kind::Review } else { Kind::Question },
                 id: i as i64 + 1,
-                author_id: 1,
+                author_id: *author,
                 question_id: is_review.then_some(1),
                 // NFD, as macOS writes it, half the time.
                 title: (!is_review).then(|| if i % 2 == 0 { title.nfd().collect() } else { title.clone() }),
@@ -101,7 +134,9 @@ proptest! {
                 updated_at: *at,
             })
             .collect();
-        let (_dir, generation) = build(&docs);
+        let deleted: Vec<usize> = deleted.into_iter().filter(|&i| i < docs.len()).collect();
+        let (_dir, generation) = build(&docs, &deleted);
+        let filter = filter.unwrap_or_default();
         for (first, second) in &queries {
             let q = match second {
                 Some(s) => format!("{first} {s}"),
@@ -111,22 +146,52 @@ proptest! {
             prop_assume!(!keywords.is_empty());
             let mut expected: Vec<(i64, u64)> = docs
                 .iter()
+                .enumerate()
+                .filter(|(i, _)| !deleted.contains(i))
+                .map(|(_, d)| d)
                 .filter(|d| row_matches(&keywords, d.title.as_deref().unwrap_or(""), &d.content))
+                .filter(|d| filter.kind.is_none_or(|k| k == d.kind))
+                .filter(|d| filter.author_id.is_none_or(|a| a == d.author_id))
+                .filter(|d| filter.from.is_none_or(|f| d.created_at >= f))
+                .filter(|d| filter.to.is_none_or(|t| d.created_at <= t))
                 .map(|d| (d.created_at, d.kind.uid(d.id)))
                 .collect();
             expected.sort_unstable_by(|a, b| b.cmp(a));
-            let request = Request {
-                keywords: keywords.clone(),
-                filter: Filter::default(),
-                offset: 0,
-                limit: size,
-                after: None,
-            };
-            let response = search(&generation, &request).unwrap();
-            prop_assert_eq!(response.total, expected.len() as u64, "total for {:?}", q);
-            let got: Vec<(i64, u64)> = response.hits.iter().map(|h| (h.key.created_at, h.key.uid)).collect();
-            let want: Vec<(i64, u64)> = expected.iter().copied().take(size).collect();
-            prop_assert_eq!(got, want, "hits for {:?}", q);
+            if sort == Sort::Oldest {
+                expected.reverse();
+            }
+            // Walk every page with cursors; the pages together are the set.
+            let mut walked: Vec<(i64, u64)> = Vec::new();
+            let mut after = None;
+            loop {
+                let request = Request {
+                    keywords: keywords.clone(),
+                    filter,
+                    sort,
+                    offset: 0,
+                    limit: size,
+                    after,
+                };
+                let response = search_split(&generation, &request, split).unwrap();
+                prop_assert_eq!(response.total, expected.len() as u64, "total for {:?}", q);
+                prop_assert!(response.hits.len() <= size);
+                walked.extend(response.hits.iter().map(|h| (h.created_at, h.kind.uid(h.id))));
+                match response.hits.last() {
+                    Some(last) if response.hits.len() == size => after = Some(last.rank),
+                    _ => break,
+                }
+                prop_assert!(walked.len() <= expected.len(), "cursor walk repeats for {:?}", q);
+            }
+            if sort == Sort::Relevance {
+                // Same set; the order is BM25's.
+                let mut got = walked.clone();
+                got.sort_unstable();
+                let mut want = expected.clone();
+                want.sort_unstable();
+                prop_assert_eq!(got, want, "hits for {:?}", q);
+            } else {
+                prop_assert_eq!(walked, expected, "hits for {:?}", q);
+            }
         }
     }
 }

@@ -6,7 +6,12 @@ use serde_json::json;
 use crate::both_stores;
 use crate::helpers::{spawn_app, Store};
 
-both_stores!(finds_rows_like_like_does, bad_search_input_gets_json_4xx);
+both_stores!(
+    finds_rows_like_like_does,
+    bad_search_input_gets_json_4xx,
+    cursor_walk_under_concurrent_writes_has_no_duplicates_or_gaps,
+    filters_and_sorts_combine_with_text,
+);
 
 async fn finds_rows_like_like_does(store: Store) {
     let app = spawn_app(store).await;
@@ -74,6 +79,18 @@ async fn bad_search_input_gets_json_4xx(store: Store) {
         ("/api/search?q=a&type=user".to_owned(), "invalid_type"),
         ("/api/search?q=a%00b".to_owned(), "invalid_query"),
         ("/api/search?q=%FF".to_owned(), "invalid_query"),
+        ("/api/search?q=a&sort=best".to_owned(), "invalid_sort"),
+        ("/api/search?q=a&from=yesterday".to_owned(), "invalid_time"),
+        (
+            "/api/search?q=a&from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z".to_owned(),
+            "invalid_time",
+        ),
+        ("/api/search?q=a&author_id=x".to_owned(), "invalid_query"),
+        (
+            "/api/search?q=a&cursor=garbage".to_owned(),
+            "invalid_cursor",
+        ),
+        ("/api/search?q=a&unknown=1".to_owned(), "invalid_query"),
     ] {
         let (status, body) = app.get(&path).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
@@ -84,7 +101,147 @@ async fn bad_search_input_gets_json_4xx(store: Store) {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         body,
-        json!({ "total": 0, "hits": [], "took_ms": body["took_ms"], "cache": { "hit": false, "age_ms": 0 } })
+        json!({ "total": 0, "hits": [], "next_cursor": null, "took_ms": body["took_ms"], "cache": { "hit": false, "age_ms": 0 } })
+    );
+    app.finish().await;
+}
+
+async fn cursor_walk_under_concurrent_writes_has_no_duplicates_or_gaps(store: Store) {
+    let app = spawn_app(store).await;
+    let user = app.create_user("u").await;
+    let mut before = Vec::new();
+    for i in 0..23 {
+        before.push(
+            app.create_question(user, &format!("커서 {i}"), "본문")
+                .await,
+        );
+    }
+    app.wait_indexed().await;
+    let mut seen: Vec<i64> = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut page = 0;
+    loop {
+        let extra = match &cursor {
+            Some(c) => format!("&size=5&cursor={c}"),
+            None => "&size=5".to_owned(),
+        };
+        let body = app.search("커서", &extra).await;
+        seen.extend(
+            body["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["id"].as_i64().unwrap()),
+        );
+        // Rows are added and removed while the walk goes on.
+        app.create_question(user, &format!("커서 새 글 {page}"), "본문")
+            .await;
+        if page == 1 {
+            let (status, _) = app
+                .send(
+                    reqwest::Method::DELETE,
+                    &format!("/api/questions/{}", before[0]),
+                    json!(null),
+                )
+                .await;
+            assert_eq!(status, StatusCode::NO_CONTENT);
+        }
+        app.wait_indexed().await;
+        page += 1;
+        match body["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+        assert!(page < 20, "walk does not end");
+    }
+    let mut unique = seen.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), seen.len(), "duplicates in {seen:?}");
+    // Every row that existed before the walk and still exists was seen, newest first.
+    let expected: Vec<i64> = before
+        .iter()
+        .rev()
+        .copied()
+        .filter(|id| seen.contains(id) || *id != before[0])
+        .collect();
+    for id in &expected {
+        assert!(seen.contains(id), "row {id} skipped; walk saw {seen:?}");
+    }
+    let positions: Vec<usize> = expected
+        .iter()
+        .map(|id| seen.iter().position(|s| s == id).unwrap())
+        .collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "not newest first: {seen:?}"
+    );
+    // A cursor is bound to its query.
+    let other = app.search("본문", "&size=1").await;
+    let cursor = other["next_cursor"].as_str().unwrap();
+    let (status, body) = app
+        .get(&format!("/api/search?q=%EC%BB%A4%EC%84%9C&cursor={cursor}"))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"]["code"], "invalid_cursor");
+    app.finish().await;
+}
+
+async fn filters_and_sorts_combine_with_text(store: Store) {
+    let app = spawn_app(store).await;
+    let a = app.create_user("a").await;
+    let b = app.create_user("b").await;
+    let qa = app
+        .create_question(a, "필터링 질문", "필터 본문 필터")
+        .await;
+    let qb = app.create_question(b, "다른 질문", "필터링").await;
+    let rb = app.create_review(qa, b, "필터 리뷰").await;
+    app.wait_indexed().await;
+    // Spread created_at so the time filters have something to cut.
+    app.sql(&format!(
+        "UPDATE questions SET created_at = 1767225600000 WHERE id = {qa}"
+    ))
+    .await; // 2026-01-01
+    app.sql(&format!(
+        "UPDATE questions SET created_at = 1769904000000 WHERE id = {qb}"
+    ))
+    .await; // 2026-02-01
+    app.sql(&format!(
+        "UPDATE reviews SET created_at = 1772323200000 WHERE id = {rb}"
+    ))
+    .await; // 2026-03-01
+    app.wait_indexed().await;
+    let q = |id| ("question".to_owned(), id);
+    let r = |id| ("review".to_owned(), id);
+
+    assert_eq!(app.search_ids("필터", "").await, [r(rb), q(qb), q(qa)]);
+    assert_eq!(
+        app.search_ids("필터", "&sort=oldest").await,
+        [q(qa), q(qb), r(rb)]
+    );
+    assert_eq!(
+        app.search_ids("필터", &format!("&author_id={b}")).await,
+        [r(rb), q(qb)]
+    );
+    assert_eq!(
+        app.search_ids("필터", &format!("&author_id={b}&type=question"))
+            .await,
+        [q(qb)]
+    );
+    assert_eq!(
+        app.search_ids(
+            "필터",
+            "&from=2026-01-15T00:00:00Z&to=2026-02-15T00:00:00%2B09:00"
+        )
+        .await,
+        [q(qb)]
+    );
+    let body = app.search("필터", "&from=2026-02-01T00:00:00Z").await;
+    assert_eq!(body["total"], 2);
+    // Relevance: a title match outranks a body match, though it is older.
+    assert_eq!(
+        app.search_ids("필터링", "&sort=relevance").await,
+        [q(qa), q(qb)]
     );
     app.finish().await;
 }
