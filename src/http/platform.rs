@@ -1,5 +1,6 @@
-//! The platform's writes and reads: users, questions, reviews. Writes go to
-//! the database only; the indexer is woken to pick them up from the outbox.
+//! The platform flow load tests drive: users, questions, reviews, comments,
+//! likes, top liked, and keyset-paged lists. Writes go to the database only;
+//! the indexer is woken to pick them up from the outbox.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -7,8 +8,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::{ApiJson, ApiPath, AppState};
-use crate::db::platform::{self, Question, Review};
+use super::{ApiJson, ApiPath, ApiQuery, AppState};
+use crate::db::platform::{self, Comment, Liked, Parent, Question, Review};
 use crate::error::{Error, Result};
 
 pub const MAX_TITLE_CHARS: usize = 200;
@@ -25,11 +26,127 @@ pub fn router() -> Router<AppState> {
                 .put(update_question)
                 .delete(delete_question),
         )
-        .route("/api/questions/{id}/reviews", post(create_review))
+        .route(
+            "/api/questions/{id}/reviews",
+            get(list_reviews).post(create_review),
+        )
         .route(
             "/api/reviews/{id}",
             get(get_review).put(update_review).delete(delete_review),
         )
+        .route(
+            "/api/questions/{id}/comments",
+            get(list_question_comments).post(comment_question),
+        )
+        .route(
+            "/api/reviews/{id}/comments",
+            get(list_review_comments).post(comment_review),
+        )
+        .route("/api/questions/{id}/like", post(like).delete(unlike))
+        .route("/api/questions/top-liked", get(top_liked))
+        .route("/api/users/{id}/questions", get(list_user_questions))
+}
+
+pub const MAX_PAGE: i64 = 100;
+
+/// Keyset paging: `after` (or `before` for newest-first lists) is the last id
+/// of the previous page; `next` in the answer is the value for the next one.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageParams {
+    pub after: Option<i64>,
+    pub before: Option<i64>,
+    pub limit: Option<i64>,
+}
+
+impl PageParams {
+    fn limit(&self) -> Result<i64> {
+        let limit = self.limit.unwrap_or(20);
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(Error::bad_request(
+                "invalid_limit",
+                format!("limit must be between 1 and {MAX_PAGE}"),
+            ));
+        }
+        Ok(limit)
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<i64>,
+}
+
+fn page<T, B>(rows: Vec<T>, limit: i64, id: impl Fn(&T) -> i64) -> Page<B>
+where
+    B: From<T>,
+{
+    let next = match rows.last() {
+        Some(last) if rows.len() as i64 == limit => Some(id(last)),
+        _ => None,
+    };
+    Page {
+        items: rows.into_iter().map(B::from).collect(),
+        next,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewComment {
+    pub author_id: i64,
+    pub content: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LikeBody {
+    pub user_id: i64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CommentBody {
+    pub id: i64,
+    pub author_id: i64,
+    pub content: String,
+    pub created_at: String,
+}
+
+impl From<Comment> for CommentBody {
+    fn from(c: Comment) -> Self {
+        CommentBody {
+            id: c.id,
+            author_id: c.author_id,
+            content: c.content,
+            created_at: crate::model::rfc3339(c.created_at),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct LikedBody {
+    pub id: i64,
+    pub title: String,
+    pub like_count: i64,
+    pub created_at: String,
+}
+
+impl From<Liked> for LikedBody {
+    fn from(l: Liked) -> Self {
+        LikedBody {
+            id: l.id,
+            title: l.title,
+            like_count: l.like_count,
+            created_at: crate::model::rfc3339(l.created_at),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopParams {
+    pub limit: Option<i64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -232,4 +349,112 @@ async fn delete_review(
     platform::delete_review(&state.db, id).await?;
     state.mirror.wake.notify_one();
     Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_reviews(
+    State(state): State<AppState>,
+    ApiPath(question_id): ApiPath<i64>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> Result<Json<Page<ReviewBody>>> {
+    let limit = params.limit()?;
+    let rows =
+        platform::reviews_of(&state.db, question_id, params.after.unwrap_or(0), limit).await?;
+    Ok(Json(page(rows, limit, |r| r.id)))
+}
+
+async fn list_user_questions(
+    State(state): State<AppState>,
+    ApiPath(user_id): ApiPath<i64>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> Result<Json<Page<QuestionBody>>> {
+    let limit = params.limit()?;
+    let before = params.before.unwrap_or(i64::MAX);
+    let rows = platform::questions_of(&state.db, user_id, before, limit).await?;
+    Ok(Json(page(rows, limit, |q| q.id)))
+}
+
+async fn add_comment(
+    state: &AppState,
+    parent: Parent,
+    body: NewComment,
+) -> Result<(StatusCode, Json<Created>)> {
+    check_text("content", &body.content, MAX_CONTENT_CHARS)?;
+    let id = platform::create_comment(&state.db, parent, body.author_id, &body.content).await?;
+    Ok((StatusCode::CREATED, Json(Created { id })))
+}
+
+async fn comment_question(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<NewComment>,
+) -> Result<(StatusCode, Json<Created>)> {
+    add_comment(&state, Parent::Question(id), body).await
+}
+
+async fn comment_review(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<NewComment>,
+) -> Result<(StatusCode, Json<Created>)> {
+    add_comment(&state, Parent::Review(id), body).await
+}
+
+async fn comments(
+    state: &AppState,
+    parent: Parent,
+    params: PageParams,
+) -> Result<Json<Page<CommentBody>>> {
+    let limit = params.limit()?;
+    let rows = platform::list_comments(&state.db, parent, params.after.unwrap_or(0), limit).await?;
+    Ok(Json(page(rows, limit, |c| c.id)))
+}
+
+async fn list_question_comments(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> Result<Json<Page<CommentBody>>> {
+    comments(&state, Parent::Question(id), params).await
+}
+
+async fn list_review_comments(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> Result<Json<Page<CommentBody>>> {
+    comments(&state, Parent::Review(id), params).await
+}
+
+/// Idempotent: liking twice is one like.
+async fn like(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<LikeBody>,
+) -> Result<StatusCode> {
+    platform::like(&state.db, id, body.user_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn unlike(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<LikeBody>,
+) -> Result<StatusCode> {
+    platform::unlike(&state.db, id, body.user_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn top_liked(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<TopParams>,
+) -> Result<Json<Vec<LikedBody>>> {
+    let limit = params.limit.unwrap_or(10);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(Error::bad_request(
+            "invalid_limit",
+            format!("limit must be between 1 and {MAX_PAGE}"),
+        ));
+    }
+    let rows = platform::top_liked(&state.db, limit).await?;
+    Ok(Json(rows.into_iter().map(LikedBody::from).collect()))
 }
