@@ -14,6 +14,7 @@ use crate::mirror::MirrorHandle;
 
 pub struct App {
     pub state: AppState,
+    limits: crate::http::Limits,
     indexer: Indexer,
 }
 
@@ -50,10 +51,15 @@ impl App {
             poll: args.poll(),
             gap_grace: std::time::Duration::from_secs(args.gap_grace_secs),
             writer_memory: args.store.writer_memory(),
+            replica_id: args.replica_id(),
+            retention_window: std::time::Duration::from_secs(args.outbox_retention_hours * 3600),
+            keep_rows: args.outbox_keep,
+            housekeeping: std::time::Duration::from_millis(args.housekeeping_ms.max(1)),
             ..IndexerConfig::default()
         };
         let indexer = Indexer::new(db.clone(), index.clone(), mirror.clone(), config);
         Ok(App {
+            limits: args.limits(),
             state: AppState {
                 db,
                 cache,
@@ -63,6 +69,8 @@ impl App {
                     "chaja search cursor v1",
                     args.cursor_secret.as_bytes(),
                 )),
+                reindex: Default::default(),
+                writer_memory: args.store.writer_memory(),
             },
             indexer,
         })
@@ -82,7 +90,7 @@ impl App {
             }
             result
         });
-        let served = http::serve(listener, self.state, shutdown.clone()).await;
+        let served = http::serve(listener, self.state, &self.limits, shutdown.clone()).await;
         shutdown.cancel();
         // An indexer error was logged when it happened.
         let _ = indexer.await?;

@@ -28,8 +28,54 @@ pub enum Command {
     Serve(ServeArgs),
     /// Rebuild the index from the tables beside the live one, then swap it in.
     Reindex(StoreArgs),
+    /// Compare the tables with the index; exit 2 on drift.
+    Verify(VerifyArgs),
     /// Insert generated questions and reviews straight into the tables.
     Seed(SeedArgs),
+    /// Drive a running chaja like a platform's users do, and report.
+    Loadtest(LoadtestArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    /// Queue every drifted row in the outbox, for the indexer to fix.
+    #[arg(long)]
+    pub repair: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LoadtestArgs {
+    /// The chaja to test.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub host: String,
+
+    /// `search`, `flow` (the 7-step platform session) or `mixed` (90%
+    /// search, 10% writes with write-to-searchable lag).
+    #[arg(long, default_value = "search")]
+    pub scenario: String,
+
+    /// Virtual users.
+    #[arg(long, default_value_t = 10)]
+    pub users: usize,
+
+    /// Users started per second.
+    #[arg(long, default_value_t = 10)]
+    pub hatch_rate: usize,
+
+    /// Test length in seconds, ramp-up included.
+    #[arg(long, default_value_t = 30)]
+    pub run_time: usize,
+
+    /// Stop each user after this many iterations (0: run for --run-time).
+    #[arg(long, default_value_t = 0)]
+    pub iterations: usize,
+
+    /// Where report.html, report.json and summary.json go.
+    #[arg(long, default_value = "loadtest-report")]
+    pub report_dir: std::path::PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -106,7 +152,8 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_CACHE_MAX_STALE_MS", default_value_t = 2000)]
     pub cache_max_stale_ms: u64,
 
-    /// Size of the in-process cache tier, in MiB.
+    /// Size of the in-process cache tier, in MiB; 0 turns the cache off
+    /// (both tiers), which benchmarks use to measure the index alone.
     #[arg(long, env = "CHAJA_CACHE_L1_MB", default_value_t = 64)]
     pub cache_l1_mb: u64,
 
@@ -119,6 +166,41 @@ pub struct ServeArgs {
         hide_default_value = true
     )]
     pub cursor_secret: String,
+
+    /// When set, writes and `/api/admin/*` need `Authorization: Bearer <key>`.
+    /// Searches and reads stay public.
+    #[arg(long, env = "CHAJA_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// Requests per second per client IP (bursts of twice that); 0 is off.
+    #[arg(long, env = "CHAJA_RATE_LIMIT", default_value_t = 0)]
+    pub rate_limit: u32,
+
+    /// A request still running after this many milliseconds gets a 503.
+    #[arg(long, env = "CHAJA_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
+    pub request_timeout_ms: u64,
+
+    /// Requests in flight before new ones are shed with a 503.
+    #[arg(long, env = "CHAJA_MAX_IN_FLIGHT", default_value_t = 1024)]
+    pub max_in_flight: usize,
+
+    /// This replica's name in `search_replicas`; default: derived from the
+    /// index directory, so it is stable across restarts.
+    #[arg(long, env = "CHAJA_REPLICA_ID")]
+    pub replica_id: Option<String>,
+
+    /// Replicas that have not reported for this many hours do not hold back
+    /// outbox pruning (and rebuild by reindex when they come back).
+    #[arg(long, env = "CHAJA_OUTBOX_RETENTION_HOURS", default_value_t = 24)]
+    pub outbox_retention_hours: u64,
+
+    /// Outbox rows kept below the slowest replica's position.
+    #[arg(long, env = "CHAJA_OUTBOX_KEEP", default_value_t = 100_000)]
+    pub outbox_keep: i64,
+
+    /// How often a replica reports its position and prunes, in milliseconds.
+    #[arg(long, env = "CHAJA_HOUSEKEEPING_MS", default_value_t = 10_000)]
+    pub housekeeping_ms: u64,
 
     /// How often the indexer polls the outbox when idle, in milliseconds.
     /// Local writes wake it at once; this bounds the lag of other writers.
@@ -134,6 +216,25 @@ pub struct ServeArgs {
 impl ServeArgs {
     pub fn poll(&self) -> Duration {
         Duration::from_millis(self.poll_ms.max(1))
+    }
+
+    pub fn replica_id(&self) -> String {
+        self.replica_id.clone().unwrap_or_else(|| {
+            let dir = std::fs::canonicalize(&self.store.index_dir)
+                .unwrap_or_else(|_| self.store.index_dir.clone());
+            let host = std::env::var("HOSTNAME").unwrap_or_default();
+            let hash = blake3::hash(format!("{host}:{}", dir.display()).as_bytes());
+            format!("chaja-{}", &hash.to_hex()[..12])
+        })
+    }
+
+    pub fn limits(&self) -> crate::http::Limits {
+        crate::http::Limits {
+            api_key: self.api_key.clone(),
+            rate_per_second: self.rate_limit,
+            timeout: Duration::from_millis(self.request_timeout_ms.max(1)),
+            max_in_flight: self.max_in_flight.max(1),
+        }
     }
 }
 

@@ -7,9 +7,22 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The body of every error response.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// Stable, machine-readable: `invalid_size`, `not_found`, `rate_limited`, …
+    pub code: String,
+    /// What to fix, for people.
+    pub message: String,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -19,6 +32,21 @@ pub enum Error {
 
     #[error("{0} not found")]
     NotFound(&'static str),
+
+    #[error("this request needs Authorization: Bearer <CHAJA_API_KEY>")]
+    Unauthorized,
+
+    #[error("the API key is not valid")]
+    Forbidden,
+
+    #[error("request body is larger than {0} bytes")]
+    PayloadTooLarge(usize),
+
+    #[error("too many requests from this client; slow down")]
+    TooManyRequests,
+
+    #[error("{0}")]
+    Conflict(String),
 
     /// The request is well formed but refers to something that does not exist.
     #[error("{0}")]
@@ -72,6 +100,11 @@ impl Error {
             Error::Shared(inner) => inner.status_code(),
             Error::BadRequest { .. } => StatusCode::BAD_REQUEST,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::Unauthorized => StatusCode::UNAUTHORIZED,
+            Error::Forbidden => StatusCode::FORBIDDEN,
+            Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             e if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
@@ -83,6 +116,11 @@ impl Error {
             Error::Shared(inner) => inner.code(),
             Error::BadRequest { code, .. } => code,
             Error::NotFound(_) => "not_found",
+            Error::Unauthorized => "unauthorized",
+            Error::Forbidden => "forbidden",
+            Error::PayloadTooLarge(_) => "payload_too_large",
+            Error::TooManyRequests => "rate_limited",
+            Error::Conflict(_) => "conflict",
             Error::Unprocessable(_) => "unprocessable",
             e if e.is_unavailable() => "database_unavailable",
             _ => "internal",
@@ -104,7 +142,12 @@ impl IntoResponse for Error {
             }
             _ => self.to_string(),
         };
-        let body = json!({ "error": { "code": self.code(), "message": message } });
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code().to_owned(),
+                message,
+            },
+        };
         (status, Json(body)).into_response()
     }
 }

@@ -19,7 +19,8 @@
 //!
 //! Around them: [`config`] (every setting, one clap struct), [`error`] (the
 //! one error type and its JSON body), [`app`] (wiring and shutdown),
-//! [`model`] (the rows), [`seed`] (generated data), [`telemetry`] (logs).
+//! [`model`] (the rows), [`seed`] (generated data), [`loadtest`] (the load
+//! test users run against chaja), [`telemetry`] (logs).
 
 pub mod app;
 pub mod cache;
@@ -28,6 +29,7 @@ pub mod db;
 pub mod error;
 pub mod http;
 pub mod index;
+pub mod loadtest;
 pub mod mirror;
 pub mod model;
 pub mod seed;

@@ -38,6 +38,36 @@ async fn main() -> anyhow::Result<()> {
                 done.docs, done.generation, done.outbox_seq
             );
         }
+        Command::Verify(args) => {
+            let db = chaja::db::Db::connect_lazy(&args.store.database_url, args.store.pool_size())?;
+            let index = chaja::index::SearchIndex::open_or_create(&args.store.index_dir)?;
+            let report = chaja::mirror::verify::verify(&db, index.live()).await?;
+            println!(
+                "questions {} reviews {} index docs {}: missing {} extra {} stale {} duplicate {}",
+                report.questions_in_db,
+                report.reviews_in_db,
+                report.docs_in_index,
+                report.missing,
+                report.extra,
+                report.stale,
+                report.duplicate
+            );
+            for drift in report.drift.iter().take(20) {
+                println!("  {} {} {:?}", drift.kind.as_str(), drift.id, drift.problem);
+            }
+            if !report.is_clean() {
+                if args.repair {
+                    let queued = chaja::mirror::verify::repair(&db, &report.drift).await?;
+                    println!("queued {queued} rows for the indexer");
+                }
+                std::process::exit(2);
+            }
+        }
+        Command::Loadtest(args) => {
+            let summary = chaja::loadtest::run(&args).await?;
+            print!("{summary}");
+            println!("reports in {}", args.report_dir.display());
+        }
         Command::Seed(args) => {
             let report = chaja::seed::run(&args).await.context("seeding")?;
             println!("{report}");

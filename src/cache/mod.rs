@@ -33,7 +33,7 @@ pub struct Answer {
     pub computed_at_ms: i64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CacheStatus {
     pub hit: bool,
     pub age_ms: i64,
@@ -41,6 +41,8 @@ pub struct CacheStatus {
 
 #[derive(Clone)]
 pub struct SearchCache {
+    /// False when configured with no L1 memory: every search is computed.
+    enabled: bool,
     l1: moka::future::Cache<String, Arc<Answer>>,
     l2: Option<Redis>,
     max_stale_ms: i64,
@@ -102,6 +104,7 @@ impl SearchCache {
             }
         };
         Ok(SearchCache {
+            enabled: l1_bytes > 0,
             l1,
             l2,
             max_stale_ms: max_stale.as_millis() as i64,
@@ -125,21 +128,35 @@ impl SearchCache {
         F: FnOnce(i64) -> Fut,
         Fut: std::future::Future<Output = Result<Answer>>,
     {
+        if !self.enabled {
+            let answer = compute(self.progress.applied_seq()).await?;
+            return Ok((
+                Arc::new(answer),
+                CacheStatus {
+                    hit: false,
+                    age_ms: 0,
+                },
+            ));
+        }
         let now = now_ms();
         if let Some(answer) = self.l1.get(key).await {
             if self.is_fresh(&answer, now) {
+                count("l1", "hit");
                 return Ok(hit(answer, now));
             }
             self.l1.invalidate(key).await;
         }
+        count("l1", "miss");
         if let Some(redis) = &self.l2 {
             if let Some(answer) = redis.get(key).await {
                 if self.is_fresh(&answer, now) {
+                    count("l2", "hit");
                     let answer = Arc::new(answer);
                     self.l1.insert(key.to_owned(), answer.clone()).await;
                     return Ok(hit(answer, now));
                 }
             }
+            count("l2", "miss");
         }
         // Read before computing: the answer is at least this fresh.
         let watermark = self.progress.applied_seq();
@@ -157,6 +174,10 @@ impl SearchCache {
         let age_ms = (now_ms() - answer.computed_at_ms).max(0);
         Ok((answer, CacheStatus { hit: false, age_ms }))
     }
+}
+
+fn count(tier: &'static str, result: &'static str) {
+    metrics::counter!("cache_requests_total", "tier" => tier, "result" => result).increment(1);
 }
 
 fn hit(answer: Arc<Answer>, now: i64) -> (Arc<Answer>, CacheStatus) {
@@ -187,6 +208,9 @@ impl Redis {
         result: std::result::Result<redis::RedisResult<T>, tokio::time::error::Elapsed>,
     ) -> Option<T> {
         let ok = matches!(result, Ok(Ok(_)));
+        if !ok {
+            metrics::counter!("cache_redis_errors_total").increment(1);
+        }
         if self.healthy.swap(ok, Ordering::AcqRel) != ok {
             if ok {
                 tracing::info!("redis cache tier is back");

@@ -19,12 +19,17 @@ pub struct ApiPath<T>(pub T);
 
 impl From<JsonRejection> for Error {
     fn from(r: JsonRejection) -> Error {
-        let code = match r {
-            JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
-            JsonRejection::BytesRejection(_) => "body_too_large",
-            _ => "invalid_json",
-        };
-        Error::bad_request(code, r.body_text())
+        match r {
+            JsonRejection::BytesRejection(_)
+                if r.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE =>
+            {
+                Error::PayloadTooLarge(super::MAX_BODY_BYTES)
+            }
+            JsonRejection::MissingJsonContentType(_) => {
+                Error::bad_request("unsupported_media_type", r.body_text())
+            }
+            _ => Error::bad_request("invalid_json", r.body_text()),
+        }
     }
 }
 

@@ -4,24 +4,30 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Value};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::AppState;
+use crate::db::{now_ms, outbox};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/healthz",
-            get(|| async { Json(json!({ "status": "ok" })) }),
-        )
-        .route("/readyz", get(readyz))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+}
+
+/// Alive: the process answers. Says nothing about the stores.
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "alive")))]
+async fn healthz() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
 }
 
 /// Ready when the index is open and the database answers. Searches work
 /// without the database, but a replica that cannot follow the outbox should
 /// not take new traffic from a balancer that has a better one.
+#[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, description = "index open, database reachable"), (status = 503, description = "database unreachable")))]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let database = matches!(
         tokio::time::timeout(Duration::from_secs(1), state.db.ping()).await,
@@ -34,12 +40,31 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
+    // Lag needs the database too; unknown while it is down.
+    let applied = progress.applied_seq();
+    let lag = if database {
+        tokio::time::timeout(Duration::from_secs(1), outbox::backlog(&state.db, applied))
+            .await
+            .ok()
+            .and_then(Result::ok)
+    } else {
+        None
+    };
+    let (backlog, seconds_behind) = match lag {
+        Some((backlog, oldest)) => (
+            Some(backlog),
+            Some(oldest.map_or(0.0, |t| (now_ms() - t).max(0) as f64 / 1000.0)),
+        ),
+        None => (None, None),
+    };
     let body = json!({
         "database": database,
         "index": { "generation": generation.id, "docs": generation.num_docs() },
         "indexer": {
-            "applied_seq": progress.applied_seq(),
+            "applied_seq": applied,
             "failing": progress.is_failing(),
+            "outbox_backlog": backlog,
+            "seconds_behind": seconds_behind,
         },
     });
     (status, Json(body))

@@ -1,17 +1,28 @@
 //! The request flow: HTTP → (cache) → index → response, plus the platform's
 //! writes, which go to the database only.
 
+pub mod admin;
 mod extract;
 pub mod health;
+pub mod ops;
 pub mod platform;
+pub mod prometheus;
 pub mod search;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::cache::SearchCache;
 use crate::db::Db;
@@ -29,24 +40,102 @@ pub struct AppState {
     pub mirror: MirrorHandle,
     /// Signs search cursors, so a changed cursor is a 400.
     pub cursor_key: Arc<[u8; 32]>,
+    pub reindex: admin::ReindexSlot,
+    /// Index writer memory for rebuilds started over HTTP.
+    pub writer_memory: usize,
 }
 
-pub fn router(state: AppState) -> Router {
-    Router::new()
+/// The OpenAPI document's frame; the paths come from the handlers.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "chaja",
+        description = "Exact Korean substring search over MySQL rows, and the platform flow load tests drive. \
+Limits: q ≤ 100 characters, size ≤ 100, page × size ≤ 10,000, title ≤ 200 and content ≤ 20,000 characters, JSON bodies ≤ 64 KiB, unknown fields rejected. \
+With CHAJA_API_KEY set, writes and /api/admin/* need `Authorization: Bearer <key>`. \
+Every error is `{\"error\": {\"code\", \"message\"}}`."
+    ),
+    components(schemas(crate::error::ErrorBody))
+)]
+pub struct ApiDoc;
+
+/// The OpenAPI document the server serves at `/api-docs/openapi.json`.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    OpenApiRouter::<AppState>::with_openapi(ApiDoc::openapi())
         .merge(search::router())
         .merge(platform::router())
         .merge(health::router())
-        .layer(TraceLayer::new_for_http())
+        .merge(admin::router())
+        .merge(prometheus::router())
+        .into_openapi()
+}
+
+/// Largest JSON body accepted.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// Limits around every request.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub api_key: Option<String>,
+    /// Requests per second per client IP; 0 is no limit.
+    pub rate_per_second: u32,
+    pub timeout: Duration,
+    /// Requests in flight before new ones get a 503.
+    pub max_in_flight: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            api_key: None,
+            rate_per_second: 0,
+            timeout: Duration::from_secs(10),
+            max_in_flight: 1024,
+        }
+    }
+}
+
+pub fn router(state: AppState, limits: &Limits) -> Router {
+    prometheus::install();
+    let guard = ops::Guard::new(limits.api_key.clone(), limits.rate_per_second);
+    let (routes, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(search::router())
+        .merge(platform::router())
+        .merge(health::router())
+        .merge(admin::router())
+        .merge(prometheus::router())
+        .split_for_parts();
+    let api = Arc::new(api);
+    routes
+        .route(
+            "/api-docs/openapi.json",
+            axum::routing::get(move || async move { axum::Json(api.as_ref().clone()) }),
+        )
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(guard, ops::guard))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(ops::overloaded))
+                .load_shed()
+                .concurrency_limit(limits.max_in_flight)
+                .timeout(limits.timeout),
+        )
+        .layer(axum::middleware::from_fn(ops::record_metrics))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(TraceLayer::new_for_http())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }
 
 /// Serves until `shutdown`, then finishes in-flight requests.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
+    limits: &Limits,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    let app = router(state, limits).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
 }

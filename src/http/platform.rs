@@ -4,55 +4,41 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
 use crate::db::platform::{self, Comment, Liked, Parent, Question, Review};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorBody, Result};
 
 pub const MAX_TITLE_CHARS: usize = 200;
 pub const MAX_CONTENT_CHARS: usize = 20_000;
 pub const MAX_NAME_CHARS: usize = 100;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/users", post(create_user))
-        .route("/api/questions", post(create_question))
-        .route(
-            "/api/questions/{id}",
-            get(get_question)
-                .put(update_question)
-                .delete(delete_question),
-        )
-        .route(
-            "/api/questions/{id}/reviews",
-            get(list_reviews).post(create_review),
-        )
-        .route(
-            "/api/reviews/{id}",
-            get(get_review).put(update_review).delete(delete_review),
-        )
-        .route(
-            "/api/questions/{id}/comments",
-            get(list_question_comments).post(comment_question),
-        )
-        .route(
-            "/api/reviews/{id}/comments",
-            get(list_review_comments).post(comment_review),
-        )
-        .route("/api/questions/{id}/like", post(like).delete(unlike))
-        .route("/api/questions/top-liked", get(top_liked))
-        .route("/api/users/{id}/questions", get(list_user_questions))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_user))
+        .routes(routes!(create_question))
+        .routes(routes!(get_question, update_question, delete_question))
+        .routes(routes!(list_reviews, create_review))
+        .routes(routes!(get_review, update_review, delete_review))
+        .routes(routes!(list_question_comments, comment_question))
+        .routes(routes!(list_review_comments, comment_review))
+        .routes(routes!(like, unlike))
+        .routes(routes!(top_liked))
+        .routes(routes!(list_user_questions))
 }
 
 pub const MAX_PAGE: i64 = 100;
 
 /// Keyset paging: `after` (or `before` for newest-first lists) is the last id
 /// of the previous page; `next` in the answer is the value for the next one.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct PageParams {
     pub after: Option<i64>,
     pub before: Option<i64>,
@@ -72,7 +58,7 @@ impl PageParams {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub next: Option<i64>,
@@ -92,20 +78,20 @@ where
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewComment {
     pub author_id: i64,
     pub content: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LikeBody {
     pub user_id: i64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct CommentBody {
     pub id: i64,
     pub author_id: i64,
@@ -124,7 +110,7 @@ impl From<Comment> for CommentBody {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct LikedBody {
     pub id: i64,
     pub title: String,
@@ -143,24 +129,25 @@ impl From<Liked> for LikedBody {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct TopParams {
     pub limit: Option<i64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Created {
     pub id: i64,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewUser {
     pub name: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewQuestion {
     pub author_id: i64,
@@ -168,27 +155,27 @@ pub struct NewQuestion {
     pub content: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QuestionEdit {
     pub title: String,
     pub content: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewReview {
     pub author_id: i64,
     pub content: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReviewEdit {
     pub content: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct QuestionBody {
     pub id: i64,
     pub author_id: i64,
@@ -211,7 +198,7 @@ impl From<Question> for QuestionBody {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ReviewBody {
     pub id: i64,
     pub question_id: i64,
@@ -266,6 +253,7 @@ fn created(state: &AppState, id: i64) -> (StatusCode, Json<Created>) {
     (StatusCode::CREATED, Json(Created { id }))
 }
 
+#[utoipa::path(post, path = "/api/users", tag = "platform", request_body = NewUser, responses((status = 201, body = Created), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn create_user(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewUser>,
@@ -275,6 +263,7 @@ async fn create_user(
     Ok((StatusCode::CREATED, Json(Created { id })))
 }
 
+#[utoipa::path(post, path = "/api/questions", tag = "platform", request_body = NewQuestion, responses((status = 201, body = Created), (status = 422, description = "unknown author", body = ErrorBody), (status = 413, description = "body over 64 KiB", body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn create_question(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewQuestion>,
@@ -286,6 +275,7 @@ async fn create_question(
     Ok(created(&state, id))
 }
 
+#[utoipa::path(get, path = "/api/questions/{id}", tag = "platform", params(("id" = i64, Path, description = "row id")), responses((status = 200, body = QuestionBody), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn get_question(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -293,6 +283,7 @@ async fn get_question(
     Ok(Json(platform::get_question(&state.db, id).await?.into()))
 }
 
+#[utoipa::path(put, path = "/api/questions/{id}", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = QuestionEdit, responses((status = 204, description = "updated"), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn update_question(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -305,6 +296,7 @@ async fn update_question(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(delete, path = "/api/questions/{id}", tag = "platform", params(("id" = i64, Path, description = "row id")), responses((status = 204, description = "deleted with its reviews, comments and likes"), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn delete_question(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -314,6 +306,7 @@ async fn delete_question(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(post, path = "/api/questions/{id}/reviews", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = NewReview, responses((status = 201, body = Created), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn create_review(
     State(state): State<AppState>,
     ApiPath(question_id): ApiPath<i64>,
@@ -324,6 +317,7 @@ async fn create_review(
     Ok(created(&state, id))
 }
 
+#[utoipa::path(get, path = "/api/reviews/{id}", tag = "platform", params(("id" = i64, Path, description = "row id")), responses((status = 200, body = ReviewBody), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn get_review(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -331,6 +325,7 @@ async fn get_review(
     Ok(Json(platform::get_review(&state.db, id).await?.into()))
 }
 
+#[utoipa::path(put, path = "/api/reviews/{id}", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = ReviewEdit, responses((status = 204, description = "updated"), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn update_review(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -342,6 +337,7 @@ async fn update_review(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(delete, path = "/api/reviews/{id}", tag = "platform", params(("id" = i64, Path, description = "row id")), responses((status = 204, description = "deleted"), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn delete_review(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -351,6 +347,7 @@ async fn delete_review(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(get, path = "/api/questions/{id}/reviews", tag = "platform", params(("id" = i64, Path, description = "row id"), PageParams), responses((status = 200, body = Page<ReviewBody>), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn list_reviews(
     State(state): State<AppState>,
     ApiPath(question_id): ApiPath<i64>,
@@ -362,6 +359,7 @@ async fn list_reviews(
     Ok(Json(page(rows, limit, |r| r.id)))
 }
 
+#[utoipa::path(get, path = "/api/users/{id}/questions", tag = "platform", params(("id" = i64, Path, description = "row id"), PageParams), responses((status = 200, body = Page<QuestionBody>), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn list_user_questions(
     State(state): State<AppState>,
     ApiPath(user_id): ApiPath<i64>,
@@ -383,6 +381,7 @@ async fn add_comment(
     Ok((StatusCode::CREATED, Json(Created { id })))
 }
 
+#[utoipa::path(post, path = "/api/questions/{id}/comments", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = NewComment, responses((status = 201, body = Created), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn comment_question(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -391,6 +390,7 @@ async fn comment_question(
     add_comment(&state, Parent::Question(id), body).await
 }
 
+#[utoipa::path(post, path = "/api/reviews/{id}/comments", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = NewComment, responses((status = 201, body = Created), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn comment_review(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -409,6 +409,7 @@ async fn comments(
     Ok(Json(page(rows, limit, |c| c.id)))
 }
 
+#[utoipa::path(get, path = "/api/questions/{id}/comments", tag = "platform", params(("id" = i64, Path, description = "row id"), PageParams), responses((status = 200, body = Page<CommentBody>), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn list_question_comments(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -417,6 +418,7 @@ async fn list_question_comments(
     comments(&state, Parent::Question(id), params).await
 }
 
+#[utoipa::path(get, path = "/api/reviews/{id}/comments", tag = "platform", params(("id" = i64, Path, description = "row id"), PageParams), responses((status = 200, body = Page<CommentBody>), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn list_review_comments(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -426,6 +428,7 @@ async fn list_review_comments(
 }
 
 /// Idempotent: liking twice is one like.
+#[utoipa::path(post, path = "/api/questions/{id}/like", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = LikeBody, responses((status = 204, description = "liked (idempotent per user)"), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn like(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -435,6 +438,7 @@ async fn like(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(delete, path = "/api/questions/{id}/like", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = LikeBody, responses((status = 204, description = "not liked (idempotent)"), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn unlike(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -444,6 +448,7 @@ async fn unlike(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(get, path = "/api/questions/top-liked", tag = "platform", params(TopParams), responses((status = 200, body = Vec<LikedBody>), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn top_liked(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<TopParams>,

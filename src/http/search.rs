@@ -5,15 +5,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::http::HeaderName;
+use axum::Json;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::{ApiQuery, AppState};
 use crate::cache::{Answer, CacheStatus};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorBody, Result};
 use crate::index::search::{self, Filter, Hit, Rank, Request, Sort};
 use crate::model::Kind;
 use crate::text::parse_query;
@@ -23,12 +26,13 @@ pub const MAX_SIZE: usize = 100;
 /// Deepest `page × size` served by page numbers; deeper needs a cursor.
 pub const MAX_DEPTH: usize = 10_000;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/search", get(search_handler))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(search_handler))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct SearchParams {
     pub q: Option<String>,
     /// `question`, `review` or `all` (default).
@@ -46,7 +50,7 @@ pub struct SearchParams {
     pub cursor: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct SearchResponse {
     pub total: u64,
     pub hits: Vec<HitBody>,
@@ -56,7 +60,7 @@ pub struct SearchResponse {
     pub cache: CacheStatus,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct HitBody {
     #[serde(rename = "type")]
     pub kind: Kind,
@@ -241,21 +245,28 @@ fn cache_key(request: &Request) -> String {
     format!("{}:{}", fingerprint(request), request.limit)
 }
 
+#[utoipa::path(get, path = "/api/search", tag = "search", params(SearchParams), responses((status = 200, description = "exactly the rows LIKE would return, with an exact total; never touches the database", body = SearchResponse), (status = 400, description = "bad query, size, page, depth, cursor, sort, type or time", body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, description = "timeout or overload", body = ErrorBody)))]
 async fn search_handler(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<SearchParams>,
-) -> Result<Json<SearchResponse>> {
+) -> Result<([(HeaderName, String); 1], Json<SearchResponse>)> {
     let started = Instant::now();
     let request = to_request(&params, &state.cursor_key)?;
+    // Time spent in the index, when the cache did not answer.
+    let index_time = Arc::new(std::sync::Mutex::new(None::<std::time::Duration>));
     let run = |watermark: i64| {
         let generation = state.index.live();
         let request = request.clone();
         let key = state.cursor_key.clone();
         let span = tracing::Span::current();
+        let index_time = index_time.clone();
         async move {
             let (response, request) = tokio::task::spawn_blocking(move || {
                 let _enter = span.enter();
-                search::search(&generation, &request).map(|r| (r, request))
+                let started = Instant::now();
+                let result = search::search(&generation, &request).map(|r| (r, request));
+                *index_time.lock().expect("timing lock") = Some(started.elapsed());
+                result
             })
             .await??;
             let next_cursor = match response.hits.last() {
@@ -289,14 +300,26 @@ async fn search_handler(
         };
         (Arc::new(run(watermark).await?), miss)
     };
-    Ok(Json(SearchResponse {
+    let took = started.elapsed();
+    let index = index_time.lock().expect("timing lock").unwrap_or_default();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    // The search path never touches the database: its share is always 0.
+    let timing = format!(
+        "cache;dur={:.3}, index;dur={:.3}, db;dur=0",
+        ms(took.saturating_sub(index)),
+        ms(index)
+    );
+    let body = SearchResponse {
         total: answer.total,
         hits: answer.hits.clone(),
         next_cursor: answer.next_cursor.clone(),
-        took_ms: started.elapsed().as_secs_f64() * 1000.0,
+        took_ms: ms(took),
         cache,
-    }))
+    };
+    Ok(([(SERVER_TIMING.clone(), timing)], Json(body)))
 }
+
+static SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 
 #[cfg(test)]
 mod tests {

@@ -32,6 +32,14 @@ pub struct IndexerConfig {
     pub poll: Duration,
     pub gap_grace: Duration,
     pub writer_memory: usize,
+    /// This replica's name in `search_replicas`.
+    pub replica_id: String,
+    /// Replicas silent for longer than this do not hold back pruning.
+    pub retention_window: Duration,
+    /// Outbox rows kept below the lowest replica's position.
+    pub keep_rows: i64,
+    /// How often this replica reports its position and prunes.
+    pub housekeeping: Duration,
 }
 
 impl Default for IndexerConfig {
@@ -41,6 +49,10 @@ impl Default for IndexerConfig {
             poll: Duration::from_millis(200),
             gap_grace: Duration::from_secs(60),
             writer_memory: 128 << 20,
+            replica_id: "default".to_owned(),
+            retention_window: Duration::from_secs(24 * 3600),
+            keep_rows: 100_000,
+            housekeeping: Duration::from_secs(10),
         }
     }
 }
@@ -54,6 +66,8 @@ struct Position {
     high: i64,
     /// Missing ids between `committed` and `high`, with when they were noticed.
     gaps: BTreeMap<i64, Instant>,
+    /// Rows to reload in the next round whatever the outbox says.
+    heal: Vec<(Kind, i64)>,
 }
 
 /// Gaps beyond this many are treated as expired: a bound on memory and on
@@ -66,6 +80,7 @@ impl Position {
             committed,
             high: committed,
             gaps: BTreeMap::new(),
+            heal: Vec::new(),
         }
     }
 
@@ -108,6 +123,9 @@ impl Position {
     }
 }
 
+/// Rows to upsert (`Some`) or delete (`None`).
+type Work = Vec<(Kind, i64, Option<Doc>)>;
+
 pub struct Indexer {
     db: Db,
     index: SearchIndex,
@@ -137,9 +155,31 @@ impl Indexer {
             "indexer resuming"
         );
         let mut backoff = self.config.poll;
+        let mut last_housekeeping: Option<Instant> = None;
         loop {
             if shutdown.is_cancelled() {
                 break;
+            }
+            if last_housekeeping.is_none_or(|t| t.elapsed() >= self.config.housekeeping) {
+                match self.housekeeping(position.committed).await {
+                    Ok(()) => last_housekeeping = Some(Instant::now()),
+                    Err(e) => tracing::debug!(error = ?e, "outbox housekeeping failed; retrying"),
+                }
+                // Defensive: a row indexed twice is reloaded, which replaces
+                // every copy. Seen once after a SIGKILL during a write burst
+                // (cause not found); the scan costs one pass over a column.
+                let live = generation.clone();
+                match tokio::task::spawn_blocking(move || live.duplicate_uids()).await? {
+                    Ok(uids) if !uids.is_empty() => {
+                        tracing::warn!(
+                            count = uids.len(),
+                            "rows indexed more than once; reloading them"
+                        );
+                        position.heal.extend(uids.into_iter().map(Kind::from_uid));
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = ?e, "duplicate scan failed"),
+                }
             }
             // A reindex (this process or another) published a new generation.
             if let Some(next) = self.index.open_published()? {
@@ -191,6 +231,69 @@ impl Indexer {
         Ok(())
     }
 
+    /// Reports this replica's position, prunes what every replica has
+    /// applied, and rebuilds when this replica is behind what was pruned.
+    async fn housekeeping(&self, committed: i64) -> Result<()> {
+        outbox::heartbeat(&self.db, &self.config.replica_id, committed).await?;
+        let pruned = outbox::pruned_through(&self.db).await?;
+        if committed < pruned {
+            tracing::warn!(
+                replica = %self.config.replica_id,
+                applied = committed,
+                pruned_through = pruned,
+                "replica fell behind the outbox retention window; rebuilding the index by reindex"
+            );
+            crate::mirror::reindex::reindex(
+                &self.db,
+                self.index.root(),
+                self.config.writer_memory,
+                false,
+            )
+            .await?;
+            // The next round adopts the published generation.
+            return Ok(());
+        }
+        let window = self.config.retention_window.as_millis() as i64;
+        let deleted = outbox::prune(&self.db, window, self.config.keep_rows, 10_000).await?;
+        if deleted > 0 {
+            tracing::info!(deleted, "pruned applied outbox rows");
+        }
+        Ok(())
+    }
+
+    /// The next changes and the current state of their rows, read in one
+    /// transaction: every row state is then at least as new as the outbox
+    /// rows that point at it. Separate statements on pooled connections could
+    /// each see a different snapshot, and an older row read after a newer
+    /// outbox row would be recorded as applied.
+    async fn read_batch(&self, position: &Position) -> Result<(BTreeSet<i64>, Work)> {
+        let mut tx = self.db.pool.begin().await?;
+        let mut changes = outbox::changes_after(&mut tx, position.high, self.config.batch).await?;
+        if !position.gaps.is_empty() {
+            let gaps: Vec<i64> = position.gaps.keys().copied().collect();
+            changes.extend(outbox::changes_in(&mut tx, &gaps).await?);
+        }
+        let seqs: BTreeSet<i64> = changes.iter().map(|(seq, _)| *seq).collect();
+        let mut ids: BTreeMap<Kind, BTreeSet<i64>> = BTreeMap::new();
+        for change in changes.iter().filter_map(|(_, c)| c.as_ref()) {
+            ids.entry(change.kind).or_default().insert(change.id);
+        }
+        for (kind, id) in &position.heal {
+            ids.entry(*kind).or_default().insert(*id);
+        }
+        let mut work: Work = Vec::new();
+        for (kind, ids) in ids {
+            let ids: Vec<i64> = ids.into_iter().collect();
+            let docs = outbox::load_docs(&mut tx, kind, &ids).await?;
+            let mut docs: BTreeMap<i64, Doc> = docs.into_iter().map(|d| (d.id, d)).collect();
+            for id in ids {
+                work.push((kind, id, docs.remove(&id)));
+            }
+        }
+        tx.commit().await?;
+        Ok((seqs, work))
+    }
+
     /// One batch: read, load, apply, commit. Returns whether anything new
     /// was applied. The writer goes to a blocking thread and comes back.
     async fn round(
@@ -199,57 +302,19 @@ impl Indexer {
         generation: &Arc<Generation>,
         position: &mut Position,
     ) -> (DocWriter, Result<bool>) {
-        let mut changes =
-            match outbox::changes_after(&self.db, position.high, self.config.batch).await {
-                Ok(c) => c,
-                Err(e) => return (writer, Err(e)),
-            };
-        if !position.gaps.is_empty() {
-            let gaps: Vec<i64> = position.gaps.keys().copied().collect();
-            match outbox::changes_in(&self.db, &gaps).await {
-                Ok(filled) => changes.extend(filled),
-                Err(e) => return (writer, Err(e)),
-            }
-        }
+        let (seqs, work) = match self.read_batch(position).await {
+            Ok(batch) => batch,
+            Err(e) => return (writer, Err(e)),
+        };
         let now = Instant::now();
         let expired = position.expire(self.config.gap_grace, now);
         if !expired.is_empty() {
             tracing::warn!(seqs = ?expired, "outbox ids never appeared; treating them as rolled back");
         }
-        if changes.is_empty() {
-            let safe = position.safe();
-            if safe == position.committed {
-                return (writer, Ok(false));
-            }
-            // Only gaps expired: record the new position.
-            return self
-                .commit(
-                    writer,
-                    generation,
-                    position,
-                    Vec::new(),
-                    BTreeSet::new(),
-                    now,
-                )
-                .await;
+        if work.is_empty() && position.safe() == position.committed {
+            return (writer, Ok(false));
         }
-        let seqs: BTreeSet<i64> = changes.iter().map(|(seq, _)| *seq).collect();
-        let mut ids: BTreeMap<Kind, BTreeSet<i64>> = BTreeMap::new();
-        for change in changes.iter().filter_map(|(_, c)| c.as_ref()) {
-            ids.entry(change.kind).or_default().insert(change.id);
-        }
-        let mut work: Vec<(Kind, i64, Option<Doc>)> = Vec::new();
-        for (kind, ids) in ids {
-            let ids: Vec<i64> = ids.into_iter().collect();
-            let docs = match outbox::load_docs(&self.db, kind, &ids).await {
-                Ok(d) => d,
-                Err(e) => return (writer, Err(e)),
-            };
-            let mut docs: BTreeMap<i64, Doc> = docs.into_iter().map(|d| (d.id, d)).collect();
-            for id in ids {
-                work.push((kind, id, docs.remove(&id)));
-            }
-        }
+        // With no changes, only expired gaps move the recorded position.
         self.commit(writer, generation, position, work, seqs, now)
             .await
     }
@@ -259,7 +324,7 @@ impl Indexer {
         mut writer: DocWriter,
         generation: &Arc<Generation>,
         position: &mut Position,
-        work: Vec<(Kind, i64, Option<Doc>)>,
+        work: Work,
         seqs: BTreeSet<i64>,
         now: Instant,
     ) -> (DocWriter, Result<bool>) {
@@ -267,6 +332,7 @@ impl Indexer {
             committed: position.committed,
             high: position.high,
             gaps: position.gaps.clone(),
+            heal: Vec::new(),
         };
         next.applied(&seqs, now);
         let safe = next.safe();
@@ -299,6 +365,7 @@ fn apply(
     work: &[(Kind, i64, Option<Doc>)],
     outbox_seq: i64,
 ) -> Result<()> {
+    let started = Instant::now();
     for (kind, id, doc) in work {
         match doc {
             Some(doc) => writer.upsert(doc)?,
@@ -307,6 +374,8 @@ fn apply(
     }
     writer.commit(outbox_seq)?;
     generation.reader.reload()?;
+    metrics::histogram!("index_commit_seconds").record(started.elapsed().as_secs_f64());
+    metrics::counter!("index_changes_applied_total").increment(work.len() as u64);
     Ok(())
 }
 

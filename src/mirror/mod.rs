@@ -2,6 +2,7 @@
 
 pub mod indexer;
 pub mod reindex;
+pub mod verify;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;

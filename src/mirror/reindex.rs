@@ -27,7 +27,11 @@ pub struct Rebuilt {
 /// Builds a new generation from the tables and publishes it. A serving
 /// process picks it up on its indexer's next round.
 pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -> Result<Rebuilt> {
-    let outbox_seq = outbox::max_seq(db).await?;
+    // Pruned rows were applied by everyone; an empty outbox after a prune
+    // still has a position.
+    let outbox_seq = outbox::max_seq(db)
+        .await?
+        .max(outbox::pruned_through(db).await?);
     let expected = outbox::count_rows(db, Kind::Question).await?
         + outbox::count_rows(db, Kind::Review).await?;
     let bar = if show_progress {

@@ -104,6 +104,14 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         cache_max_stale_ms: 0,
         cache_l1_mb: 16,
         cursor_secret: "test".to_owned(),
+        api_key: None,
+        rate_limit: 0,
+        request_timeout_ms: 10_000,
+        max_in_flight: 1024,
+        replica_id: None,
+        outbox_retention_hours: 24,
+        outbox_keep: 100_000,
+        housekeeping_ms: 10_000,
         poll_ms: 20,
         gap_grace_secs: 60,
     };
@@ -247,9 +255,39 @@ impl TestApp {
         }
     }
 
+    /// A second server on the same database with its own index directory,
+    /// as a replica behind a balancer would be.
+    pub async fn spawn_replica(&self) -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut args = self.args.clone();
+        args.store.index_dir = dir.path().join("index");
+        start(
+            args,
+            Fixture {
+                dir,
+                mysql_database: None,
+            },
+        )
+        .await
+    }
+
     /// Stops the server gracefully, keeping the database and index.
     pub async fn restart(self) -> TestApp {
         let (args, fixture) = self.stop().await;
+        start(args, fixture).await
+    }
+
+    /// Stops the server, runs `offline` against the stores while nothing
+    /// indexes, then starts it again.
+    pub async fn restart_with<F, Fut>(self, offline: F) -> TestApp
+    where
+        F: FnOnce(Offline) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let (args, fixture) = self.stop().await;
+        let db = Db::connect_lazy(&args.store.database_url, 1).unwrap();
+        offline(Offline { db: db.clone() }).await;
+        db.pool.close().await;
         start(args, fixture).await
     }
 
@@ -271,6 +309,51 @@ impl TestApp {
                 .unwrap();
         }
         drop(fixture.dir);
+    }
+}
+
+/// `chaja serve` as a separate process, killed when dropped so that a
+/// failing test leaves nothing running.
+pub struct Server(pub std::process::Child);
+
+impl Server {
+    pub fn start(envs: &[(&str, String)]) -> Server {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chaja"));
+        let log = std::env::var("CHAJA_TEST_SERVER_LOG")
+            .ok()
+            .and_then(|path| std::fs::OpenOptions::new().create(true).append(true).open(path).ok());
+        command
+            .arg("serve")
+            .env("RUST_LOG", "info,tantivy=info")
+            .stdout(std::process::Stdio::null())
+            .stderr(log.map_or_else(std::process::Stdio::null, std::process::Stdio::from));
+        for (key, value) in envs {
+            command.env(key, value);
+        }
+        Server(command.spawn().expect("chaja binary starts"))
+    }
+
+    /// SIGKILL: no shutdown, no final commit.
+    pub fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The database of a stopped server.
+pub struct Offline {
+    pub db: Db,
+}
+
+impl Offline {
+    pub async fn sql(&self, sql: &str) {
+        sqlx::query(sql).execute(&self.db.pool).await.unwrap();
     }
 }
 

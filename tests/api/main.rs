@@ -3,7 +3,10 @@
 
 mod cache;
 mod helpers;
+mod loadtest;
 mod mirror;
+mod openapi;
+mod ops;
 mod platform;
 mod property;
 mod search;

@@ -6,16 +6,23 @@ use serde_json::json;
 
 use chaja::db::outbox;
 use chaja::mirror::reindex::reindex;
+use chaja::mirror::verify::{repair, verify, Problem};
 use chaja::seed::{seed, TextSource};
 
 use crate::both_stores;
-use crate::helpers::{spawn_app, Store};
+use crate::helpers::{spawn_app, spawn_app_with, Server, Store};
 
 both_stores!(
     rows_inserted_with_raw_sql_are_found,
     updates_and_deletes_are_reflected,
     restart_resumes_from_the_commit_payload,
     reindex_gives_the_same_answers,
+    replicas_converge_to_the_same_answers,
+    reindex_under_write_load_ends_equal_to_the_tables,
+    verify_finds_lost_changes_and_repair_fixes_them,
+    outbox_is_pruned_below_every_replica,
+    a_replica_behind_the_pruned_outbox_rebuilds_itself,
+    kill_9_during_a_write_burst_loses_nothing,
 );
 
 async fn rows_inserted_with_raw_sql_are_found(store: Store) {
@@ -148,5 +155,252 @@ async fn reindex_gives_the_same_answers(store: Store) {
         .index_dir()
         .join(format!("gen-{old_generation:06}"))
         .exists());
+    app.finish().await;
+}
+
+async fn replicas_converge_to_the_same_answers(store: Store) {
+    let app = spawn_app(store).await;
+    let replica = app.spawn_replica().await;
+    let user = app.create_user("u").await;
+    // Writes through both replicas and from outside.
+    let mut questions = Vec::new();
+    for i in 0..10 {
+        let via = if i % 2 == 0 { &app } else { &replica };
+        questions.push(
+            via.create_question(user, &format!("복제 {i}"), "본문 내용")
+                .await,
+        );
+    }
+    replica.create_review(questions[0], user, "복제 리뷰").await;
+    app.sql(&format!(
+        "UPDATE questions SET title = '복제 수정' WHERE id = {}",
+        questions[1]
+    ))
+    .await;
+    app.sql(&format!(
+        "DELETE FROM questions WHERE id = {}",
+        questions[2]
+    ))
+    .await;
+    app.wait_indexed().await;
+    replica.wait_indexed().await;
+    for q in ["복제", "본문", "수정", "리뷰", "복"] {
+        assert_eq!(
+            app.search(q, "&size=50").await["hits"],
+            replica.search(q, "&size=50").await["hits"],
+            "{q}"
+        );
+    }
+    replica.finish().await;
+    app.finish().await;
+}
+
+async fn reindex_under_write_load_ends_equal_to_the_tables(store: Store) {
+    let app = spawn_app(store).await;
+    seed(app.db(), 100, 11, &TextSource::Builtin, false)
+        .await
+        .unwrap();
+    app.wait_indexed().await;
+    let writer = {
+        let db = app.db().clone();
+        tokio::spawn(async move {
+            for i in 0..60 {
+                let sql = match i % 3 {
+                    0 => format!("INSERT INTO questions (author_id, title, content) VALUES (1, '부하 중 {i}', '본문')"),
+                    1 => format!("UPDATE questions SET content = '고침 {i}', updated_at = updated_at + 1 WHERE id = {}", i + 1),
+                    _ => format!("DELETE FROM reviews WHERE id = {}", i + 1),
+                };
+                sqlx::query(&sql).execute(&db.pool).await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let (status, _) = app.post("/api/admin/reindex", json!(null)).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    writer.await.unwrap();
+    let old = app.state.index.live().id;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while app.state.index.live().id == old {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "reindex was not swapped in"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    app.wait_indexed().await;
+    let report = verify(app.db(), app.state.index.live()).await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(
+        report.docs_in_index,
+        report.questions_in_db + report.reviews_in_db
+    );
+    app.finish().await;
+}
+
+async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
+    // The lost outbox rows leave a gap the indexer must not wait on long.
+    let app = spawn_app_with(store, |a| a.gap_grace_secs = 1).await;
+    let user = app.create_user("u").await;
+    let kept = app.create_question(user, "검증", "본문").await;
+    app.wait_indexed().await;
+    assert!(verify(app.db(), app.state.index.live())
+        .await
+        .unwrap()
+        .is_clean());
+
+    // While no indexer runs, a row is written and its outbox entry lost.
+    let app = app.restart_with(move |app| async move {
+        app.sql("INSERT INTO questions (author_id, title, content) VALUES (1, '잃어버린 행', '본문')").await;
+        app.sql(&format!("UPDATE questions SET updated_at = updated_at + 5 WHERE id = {kept}")).await;
+        app.sql("DELETE FROM search_outbox WHERE seq > (SELECT m FROM (SELECT MAX(seq) - 2 AS m FROM search_outbox) t)").await;
+    })
+    .await;
+    app.wait_indexed().await;
+    let report = verify(app.db(), app.state.index.live()).await.unwrap();
+    let problems: Vec<Problem> = report.drift.iter().map(|d| d.problem).collect();
+    assert_eq!(
+        (report.missing, report.stale, report.extra),
+        (1, 1, 0),
+        "{report:?}"
+    );
+    assert!(problems.contains(&Problem::Missing) && problems.contains(&Problem::Stale));
+    let (status, body) = app.get("/api/admin/verify").await;
+    assert_eq!(
+        (status, body["missing"].as_u64()),
+        (StatusCode::OK, Some(1))
+    );
+
+    assert_eq!(repair(app.db(), &report.drift).await.unwrap(), 2);
+    app.wait_indexed().await;
+    assert!(verify(app.db(), app.state.index.live())
+        .await
+        .unwrap()
+        .is_clean());
+    assert_eq!(app.search("잃어버린", "").await["total"], 1);
+    app.finish().await;
+}
+
+async fn outbox_count(db: &chaja::db::Db) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM search_outbox")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+async fn outbox_is_pruned_below_every_replica(store: Store) {
+    let app = spawn_app_with(store, |a| {
+        a.outbox_keep = 0;
+        a.housekeeping_ms = 50;
+    })
+    .await;
+    let replica = app.spawn_replica().await;
+    let user = app.create_user("u").await;
+    for i in 0..5 {
+        app.create_question(user, &format!("보존 {i}"), "본문")
+            .await;
+    }
+    app.wait_indexed().await;
+    replica.wait_indexed().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while outbox_count(app.db()).await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "outbox was not pruned"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let max = app.state.mirror.progress.applied_seq();
+    assert_eq!(outbox::pruned_through(app.db()).await.unwrap(), max);
+    // Both still answer, and keep following new writes.
+    app.create_question(user, "보존 후", "본문").await;
+    app.wait_indexed().await;
+    replica.wait_indexed().await;
+    assert_eq!(replica.search("보존", "").await["total"], 6);
+    replica.finish().await;
+    app.finish().await;
+}
+
+async fn a_replica_behind_the_pruned_outbox_rebuilds_itself(store: Store) {
+    let app = spawn_app_with(store, |a| a.housekeeping_ms = 50).await;
+    let user = app.create_user("u").await;
+    app.create_question(user, "복구 전", "본문").await;
+    app.wait_indexed().await;
+    let generation = app.state.index.live().id;
+    // While this replica is away, rows are written and other replicas prune
+    // the outbox past them.
+    let app = app
+        .restart_with(|app| async move {
+            app.sql("INSERT INTO questions (author_id, title, content) VALUES (1, '복구 중', '본문')").await;
+            app.sql("UPDATE search_outbox_pruned SET pruned_through = (SELECT MAX(seq) FROM search_outbox)").await;
+            app.sql("DELETE FROM search_outbox").await;
+        })
+        .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while app.state.index.live().id == generation {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "replica did not rebuild"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(app.search("복구", "").await["total"], 2);
+    app.finish().await;
+}
+
+/// `chaja serve` as a separate process on the test's database.
+fn spawn_server(database_url: &str, index_dir: &std::path::Path) -> Server {
+    Server::start(&[
+        ("DATABASE_URL", database_url.to_owned()),
+        ("CHAJA_INDEX_DIR", index_dir.display().to_string()),
+        ("CHAJA_BIND", "127.0.0.1:0".to_owned()),
+        ("CHAJA_POLL_MS", "5".to_owned()),
+    ])
+}
+
+async fn kill_9_during_a_write_burst_loses_nothing(store: Store) {
+    let app = spawn_app(store).await;
+    let user = app.create_user("u").await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = app.args.store.database_url.clone();
+    let mut server = spawn_server(&url, dir.path());
+    let burst = {
+        let db = app.db().clone();
+        tokio::spawn(async move {
+            for i in 0..1500 {
+                let sql = format!("INSERT INTO questions (author_id, title, content) VALUES ({user}, '폭주 {i}', '본문')");
+                sqlx::query(&sql).execute(&db.pool).await.unwrap();
+                if i % 7 == 0 {
+                    let sql = format!("UPDATE questions SET content = '고침', updated_at = updated_at + 1 WHERE id = {}", i / 2 + 1);
+                    sqlx::query(&sql).execute(&db.pool).await.unwrap();
+                }
+            }
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    server.kill(); // SIGKILL: no shutdown, no final commit
+    burst.await.unwrap();
+    let mut server = spawn_server(&url, dir.path());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let report = loop {
+        // Only ever open what the server created.
+        let created = dir.path().join("CURRENT").exists();
+        if let Some(index) = created
+            .then(|| chaja::index::SearchIndex::open_or_create(dir.path()).ok())
+            .flatten()
+        {
+            let report = verify(app.db(), index.live()).await.unwrap();
+            if report.is_clean() {
+                break report;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "index never matched: {report:?}"
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    server.kill();
+    assert_eq!(report.questions_in_db, 1500);
+    assert_eq!(report.docs_in_index, 1500);
     app.finish().await;
 }

@@ -1,0 +1,555 @@
+//! `chaja loadtest`: the load test users run against chaja, on goose.
+//!
+//! Three scenarios, as the platforms' own write-ups drive their services:
+//! - `search`: keywords drawn from a mix of rare (70%), ~10% (25%) and
+//!   frequent (5%) ones, 1 to 6 characters, some multi-word;
+//! - `flow`: a user session: create a question, read it, create a review,
+//!   read it, search, read the top 10 liked, write a comment;
+//! - `mixed`: 90% searches, 10% writes whose row is then polled for until it
+//!   is searchable, which measures write-to-searchable lag.
+//!
+//! Keyword classes are calibrated against the running server before the
+//! test: each candidate's exact total divided by the indexed row count puts
+//! it in a class, so the mix is right for whatever data the server holds.
+//!
+//! goose runs the users and writes its HTML report (TPS and latency over
+//! time) and JSON metrics; this module adds an nGrinder-style summary (TPS,
+//! peak TPS, mean/p50/p95/p99, executed, errors per request kind) printed and
+//! written as `summary.json`. Like `main`, this is an edge of the library (a
+//! client of the HTTP API), so it reports errors with `anyhow`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use goose::config::GooseConfiguration;
+use goose::metrics::{GooseMetrics, GooseRequestMetricTimingData};
+use goose::prelude::*;
+use rand::seq::IndexedRandom;
+use rand::Rng;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::config::LoadtestArgs;
+
+/// Keywords a load test searches for. Common words of Korean developer
+/// prose and of the built-in generator; calibration sorts them into classes.
+const CANDIDATES: &[&str] = &[
+    "이",
+    "가",
+    "는",
+    "캐",
+    "락",
+    "니다",
+    "습니다",
+    "있습니다",
+    "합니다",
+    "사용",
+    "에서",
+    "함수",
+    "파이썬",
+    "타입",
+    "컴포넌트",
+    "트랜잭션",
+    "커넥션 풀",
+    "인덱스",
+    "캐시",
+    "데드락",
+    "타임아웃",
+    "소유권",
+    "라이프타임",
+    "클로저",
+    "이터레이터",
+    "트레이트",
+    "리액트",
+    "반환합니다",
+    "인터프리터",
+    "트레이스백",
+    "None",
+    "useState",
+    "Spring Boot",
+    "JPA",
+    "Redis",
+    "N+1 문제",
+    "ERR-0",
+    "v1.2",
+    "파이썬 함수",
+    "캐시 Redis",
+    "\"값을 반환합니다\"",
+    "모듈",
+    "예외",
+    "객체",
+    "메서드",
+    "변수",
+    "클래스",
+    "스레드",
+    "비동기",
+    "제네릭",
+    "매크로",
+    "구조체",
+    "열거형",
+    "패턴",
+    "훅",
+    "상태",
+    "렌더링",
+    "이벤트",
+    "테스트",
+    "배포",
+    "로그",
+    "설정",
+    "권한 오류",
+    "메모리 누수",
+    "무한 루프",
+    "ERR-1234",
+    "loadUser",
+    "fetchOrder",
+    "v3.14",
+    "슬라이스",
+    "벡터",
+    "해시맵",
+    "딕셔너리",
+];
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Mix {
+    /// In at most 3% of rows.
+    pub rare: Vec<String>,
+    /// In 3% to 50% of rows.
+    pub common: Vec<String>,
+    /// In more than 50% of rows.
+    pub frequent: Vec<String>,
+}
+
+impl Mix {
+    fn pick(&self, rng: &mut impl Rng) -> (&'static str, String) {
+        let roll = rng.random_range(0..100);
+        let classes = [
+            ("search: rare", &self.rare, 70),
+            ("search: ~10%", &self.common, 95),
+            ("search: frequent", &self.frequent, 100),
+        ];
+        let mut fallback = None;
+        for (name, words, upto) in classes {
+            if !words.is_empty() {
+                fallback.get_or_insert((name, words));
+                if roll < upto {
+                    let word = words.choose(rng).expect("not empty");
+                    return (name, word.clone());
+                }
+            }
+        }
+        let (name, words) = fallback.expect("calibration found keywords");
+        (name, words.choose(rng).expect("not empty").clone())
+    }
+}
+
+/// State of the one running test, shared with goose's transaction
+/// functions (plain functions, so it cannot be captured). One test runs at a
+/// time per process; `run` resets it.
+static RUN: Mutex<Option<RunState>> = Mutex::new(None);
+
+struct RunState {
+    mix: Arc<Mix>,
+    start: Instant,
+    /// Requests finished in each second of the test, for the peak TPS.
+    per_second: Vec<u64>,
+    /// Write-to-searchable lags, in milliseconds.
+    lags: Vec<f64>,
+}
+
+fn with_run<T>(f: impl FnOnce(&mut RunState) -> T) -> T {
+    let mut run = RUN.lock().expect("loadtest state lock");
+    f(run.as_mut().expect("a load test is running"))
+}
+
+fn mix() -> Arc<Mix> {
+    with_run(|r| r.mix.clone())
+}
+
+fn tick() {
+    with_run(|r| {
+        let second = r.start.elapsed().as_secs() as usize;
+        if r.per_second.len() <= second {
+            r.per_second.resize(second + 1, 0);
+        }
+        r.per_second[second] += 1;
+    });
+}
+
+fn urlencode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 3);
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Asks the server for each candidate's total and sorts them into classes.
+pub async fn calibrate(host: &str) -> anyhow::Result<Mix> {
+    let client = reqwest::Client::new();
+    let ready: Value = client
+        .get(format!("{host}/readyz"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let docs = ready["index"]["docs"].as_u64().unwrap_or(0).max(1) as f64;
+    let mut mix = Mix::default();
+    for word in CANDIDATES {
+        let url = format!("{host}/api/search?q={}&size=1", urlencode(word));
+        let body: Value = client.get(url).send().await?.json().await?;
+        let total = body["total"].as_u64().unwrap_or(0);
+        if total == 0 {
+            continue;
+        }
+        let share = total as f64 / docs;
+        let class = if share > 0.5 {
+            &mut mix.frequent
+        } else if share > 0.03 {
+            &mut mix.common
+        } else {
+            &mut mix.rare
+        };
+        class.push((*word).to_owned());
+    }
+    anyhow::ensure!(
+        !(mix.rare.is_empty() && mix.common.is_empty() && mix.frequent.is_empty()),
+        "no candidate keyword matches anything: seed the server first (chaja seed)"
+    );
+    Ok(mix)
+}
+
+async fn search(user: &mut GooseUser) -> TransactionResult {
+    let (name, word) = mix().pick(&mut rand::rng());
+    let path = format!("/api/search?q={}&size=10", urlencode(&word));
+    let _ = user.get_named(&path, name).await?;
+    tick();
+    Ok(())
+}
+
+/// The author this goose user writes as.
+struct Author(i64);
+
+async fn post_created(
+    user: &mut GooseUser,
+    path: &str,
+    name: &str,
+    body: Value,
+) -> Result<Option<i64>, Box<TransactionError>> {
+    let url = user.build_url(path)?;
+    let request = GooseRequest::builder()
+        .method(GooseMethod::Post)
+        .path(path)
+        .name(name)
+        .expect_status_code(201)
+        .set_request_builder(user.client.post(url).json(&body))
+        .build();
+    let response = user.request(request).await?;
+    tick();
+    let id = match response.response {
+        Ok(r) => r.json::<Value>().await.ok().and_then(|v| v["id"].as_i64()),
+        Err(_) => None,
+    };
+    Ok(id)
+}
+
+async fn sign_up(user: &mut GooseUser) -> TransactionResult {
+    let id = post_created(
+        user,
+        "/api/users",
+        "users: create",
+        json!({ "name": "loadtest" }),
+    )
+    .await?;
+    user.set_session_data(Author(id.unwrap_or(1)));
+    Ok(())
+}
+
+fn author(user: &GooseUser) -> i64 {
+    user.get_session_data::<Author>().map_or(1, |a| a.0)
+}
+
+async fn flow(user: &mut GooseUser) -> TransactionResult {
+    let me = author(user);
+    let n: u32 = rand::rng().random();
+    let body = json!({ "author_id": me, "title": format!("부하 테스트 질문 {n}"), "content": "nGrinder와 k6로 측정한 결과를 공유합니다. 캐시를 켜면 어떻게 달라질까요?" });
+    let Some(q) = post_created(user, "/api/questions", "1 question: create", body).await? else {
+        return Ok(());
+    };
+    let _ = user
+        .get_named(&format!("/api/questions/{q}"), "2 question: read")
+        .await?;
+    tick();
+    let review =
+        json!({ "author_id": me, "content": "좋은 질문입니다. 커넥션 풀 크기도 함께 보세요." });
+    let r = post_created(
+        user,
+        &format!("/api/questions/{q}/reviews"),
+        "3 review: create",
+        review,
+    )
+    .await?;
+    if let Some(r) = r {
+        let _ = user
+            .get_named(&format!("/api/reviews/{r}"), "4 review: read")
+            .await?;
+        tick();
+    }
+    let (_, word) = mix().pick(&mut rand::rng());
+    let _ = user
+        .get_named(
+            &format!("/api/search?q={}&size=10", urlencode(&word)),
+            "5 search",
+        )
+        .await?;
+    tick();
+    let _ = user
+        .get_named("/api/questions/top-liked?limit=10", "6 top liked")
+        .await?;
+    tick();
+    let comment = json!({ "author_id": me, "content": "감사합니다" });
+    post_created(
+        user,
+        &format!("/api/questions/{q}/comments"),
+        "7 comment: create",
+        comment,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Writes a row with a unique word, then searches until it is found.
+async fn write_then_find(user: &mut GooseUser) -> TransactionResult {
+    let me = author(user);
+    let token = format!("신선도{:016x}", rand::rng().random::<u64>());
+    let body =
+        json!({ "author_id": me, "title": token, "content": "쓰기 후 검색까지 걸리는 시간" });
+    let written = Instant::now();
+    if post_created(user, "/api/questions", "write", body)
+        .await?
+        .is_none()
+    {
+        return Ok(());
+    }
+    let path = format!("/api/search?q={}&size=1", urlencode(&token));
+    while written.elapsed() < Duration::from_secs(5) {
+        let response = user.get_named(&path, "freshness poll").await?;
+        tick();
+        let found = match response.response {
+            Ok(r) => {
+                r.json::<Value>()
+                    .await
+                    .ok()
+                    .and_then(|v| v["total"].as_u64())
+                    .unwrap_or(0)
+                    > 0
+            }
+            Err(_) => false,
+        };
+        if found {
+            let lag = written.elapsed().as_secs_f64() * 1000.0;
+            with_run(|r| r.lags.push(lag));
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+fn scenario_for(name: &str) -> anyhow::Result<Scenario> {
+    Ok(match name {
+        "search" => scenario!("search").register_transaction(transaction!(search)),
+        "flow" => scenario!("flow")
+            .register_transaction(transaction!(sign_up).set_on_start())
+            .register_transaction(transaction!(flow)),
+        "mixed" => scenario!("mixed")
+            .register_transaction(transaction!(sign_up).set_on_start())
+            .register_transaction(transaction!(search).set_weight(9)?)
+            .register_transaction(transaction!(write_then_find).set_weight(1)?),
+        other => anyhow::bail!("unknown scenario {other:?}: use search, flow or mixed"),
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct KindSummary {
+    pub kind: String,
+    pub executed: usize,
+    pub errors: usize,
+    pub tps: f64,
+    pub mean_ms: f64,
+    pub p50_ms: usize,
+    pub p95_ms: usize,
+    pub p99_ms: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub scenario: String,
+    pub host: String,
+    pub users: usize,
+    pub duration_s: usize,
+    pub executed: usize,
+    pub errors: usize,
+    pub tps: f64,
+    pub peak_tps: u64,
+    pub mean_ms: f64,
+    pub kinds: Vec<KindSummary>,
+    /// Write-to-searchable lag (mixed scenario), in milliseconds.
+    pub freshness_lag_ms: Option<BTreeMap<String, f64>>,
+    pub mix: Mix,
+}
+
+fn percentile(data: &GooseRequestMetricTimingData, p: f64) -> usize {
+    let target = ((data.counter as f64) * p).ceil().max(1.0) as usize;
+    let mut seen = 0;
+    for (ms, count) in &data.times {
+        seen += count;
+        if seen >= target {
+            return *ms;
+        }
+    }
+    data.maximum_time
+}
+
+fn summarize(args: &LoadtestArgs, metrics: &GooseMetrics, state: RunState) -> Summary {
+    let duration = metrics.duration.max(1);
+    let mut kinds = Vec::new();
+    let (mut executed, mut errors, mut total_time) = (0, 0, 0usize);
+    for (key, aggregate) in &metrics.requests {
+        let data = &aggregate.raw_data;
+        let count = aggregate.success_count + aggregate.fail_count;
+        executed += count;
+        errors += aggregate.fail_count;
+        total_time += data.total_time;
+        kinds.push(KindSummary {
+            kind: key.clone(),
+            executed: count,
+            errors: aggregate.fail_count,
+            tps: count as f64 / duration as f64,
+            mean_ms: data.total_time as f64 / data.counter.max(1) as f64,
+            p50_ms: percentile(data, 0.50),
+            p95_ms: percentile(data, 0.95),
+            p99_ms: percentile(data, 0.99),
+        });
+    }
+    kinds.sort_by(|a, b| a.kind.cmp(&b.kind));
+    let peak_tps = state.per_second.iter().copied().max().unwrap_or(0);
+    let lags = state.lags;
+    let freshness_lag_ms = (!lags.is_empty()).then(|| {
+        let mut lags = lags;
+        lags.sort_by(f64::total_cmp);
+        let at = |p: f64| lags[((lags.len() as f64 * p) as usize).min(lags.len() - 1)];
+        BTreeMap::from([
+            ("samples".to_owned(), lags.len() as f64),
+            ("p50".to_owned(), at(0.5)),
+            ("p99".to_owned(), at(0.99)),
+            ("max".to_owned(), lags[lags.len() - 1]),
+        ])
+    });
+    Summary {
+        scenario: args.scenario.clone(),
+        host: args.host.clone(),
+        users: args.users,
+        duration_s: duration,
+        executed,
+        errors,
+        tps: executed as f64 / duration as f64,
+        peak_tps,
+        mean_ms: total_time as f64 / executed.max(1) as f64,
+        kinds,
+        freshness_lag_ms,
+        mix: (*state.mix).clone(),
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "scenario {} against {} with {} users for {} s",
+            self.scenario, self.host, self.users, self.duration_s
+        )?;
+        writeln!(
+            f,
+            "TPS {:.1}  peak TPS {}  mean {:.2} ms  executed {}  errors {}",
+            self.tps, self.peak_tps, self.mean_ms, self.executed, self.errors
+        )?;
+        writeln!(
+            f,
+            "{:<28} {:>9} {:>7} {:>9} {:>8} {:>5} {:>5} {:>5}",
+            "request", "executed", "errors", "TPS", "mean ms", "p50", "p95", "p99"
+        )?;
+        for k in &self.kinds {
+            writeln!(
+                f,
+                "{:<28} {:>9} {:>7} {:>9.1} {:>8.2} {:>5} {:>5} {:>5}",
+                k.kind, k.executed, k.errors, k.tps, k.mean_ms, k.p50_ms, k.p95_ms, k.p99_ms
+            )?;
+        }
+        if let Some(lag) = &self.freshness_lag_ms {
+            writeln!(
+                f,
+                "write-to-searchable lag: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms ({} samples)",
+                lag["p50"], lag["p99"], lag["max"], lag["samples"]
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs one bounded load test and writes its reports.
+pub async fn run(args: &LoadtestArgs) -> anyhow::Result<Summary> {
+    anyhow::ensure!(
+        (1..=10_000).contains(&args.users),
+        "users must be between 1 and 10000"
+    );
+    anyhow::ensure!(
+        (1..=3600).contains(&args.run_time),
+        "run-time must be between 1 and 3600 seconds"
+    );
+    let host = args.host.trim_end_matches('/').to_owned();
+    let mix = Arc::new(calibrate(&host).await?);
+    std::fs::create_dir_all(&args.report_dir)?;
+    let report =
+        |name: &str| -> String { args.report_dir.join(name).to_string_lossy().into_owned() };
+
+    let mut config = GooseConfiguration::default();
+    config.host = host;
+    config.users = Some(args.users);
+    config.hatch_rate = Some(args.hatch_rate.to_string());
+    config.run_time = args.run_time.to_string();
+    config.iterations = args.iterations;
+    config.report_file = vec![report("report.html"), report("report.json")];
+    config.no_print_metrics = true;
+    config.quiet = 1;
+    config.no_telnet = true;
+    config.no_websocket = true;
+    config.no_reset_metrics = true;
+    *RUN.lock().expect("loadtest state lock") = Some(RunState {
+        mix,
+        start: Instant::now(),
+        per_second: Vec::new(),
+        lags: Vec::new(),
+    });
+    let result = match scenario_for(&args.scenario) {
+        Ok(scenario) => GooseAttack::initialize_with_config(config)?
+            .register_scenario(scenario)
+            .execute()
+            .await
+            .map_err(anyhow::Error::from),
+        Err(e) => Err(e),
+    };
+    let state = RUN
+        .lock()
+        .expect("loadtest state lock")
+        .take()
+        .expect("set above");
+    let summary = summarize(args, &result?, state);
+    std::fs::write(report("summary.json"), serde_json::to_vec_pretty(&summary)?)?;
+    Ok(summary)
+}

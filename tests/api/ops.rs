@@ -1,0 +1,252 @@
+//! What operators rely on: keys, limits, metrics, request ids, shedding.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::{spawn_app, spawn_app_with, Server, Store};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_need_the_api_key_and_reads_do_not() {
+    let app = spawn_app_with(Store::Sqlite, |a| a.api_key = Some("s3cret".into())).await;
+    let post = |key: Option<&'static str>| {
+        let mut request = app
+            .client
+            .post(app.url("/api/users"))
+            .json(&json!({ "name": "u" }));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        request.send()
+    };
+    let missing = post(None).await.unwrap();
+    assert_eq!(missing.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(missing.headers()["www-authenticate"], "Bearer");
+    assert_eq!(
+        missing.json::<serde_json::Value>().await.unwrap()["error"]["code"],
+        "unauthorized"
+    );
+    let wrong = post(Some("guess")).await.unwrap();
+    assert_eq!(wrong.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        wrong.json::<serde_json::Value>().await.unwrap()["error"]["code"],
+        "forbidden"
+    );
+    assert_eq!(
+        post(Some("s3cret")).await.unwrap().status(),
+        StatusCode::CREATED
+    );
+    // Searches and reads stay public.
+    assert_eq!(app.get("/api/search?q=a").await.0, StatusCode::OK);
+    assert_eq!(app.get("/api/questions/top-liked").await.0, StatusCode::OK);
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_over_its_rate_gets_429_with_retry_after() {
+    let app = spawn_app_with(Store::Sqlite, |a| a.rate_limit = 2).await;
+    let mut limited = None;
+    for _ in 0..20 {
+        let response = app
+            .client
+            .get(app.url("/api/search?q=a"))
+            .send()
+            .await
+            .unwrap();
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            limited = Some(response);
+            break;
+        }
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let response = limited.expect("20 requests at once exceed 2/s with a burst of 4");
+    let retry: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry >= 1);
+    assert_eq!(
+        response.json::<serde_json::Value>().await.unwrap()["error"]["code"],
+        "rate_limited"
+    );
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_bodies_get_413() {
+    let app = spawn_app(Store::Sqlite).await;
+    let user = app.create_user("u").await;
+    let body = json!({ "author_id": user, "title": "t", "content": "가".repeat(30_000) });
+    let (status, response) = app.post("/api/questions", body).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{response}");
+    assert_eq!(response["error"]["code"], "payload_too_large");
+    // Under the byte limit but over the character limit: a 400.
+    let body = json!({ "author_id": user, "title": "t", "content": "a".repeat(20_001) });
+    let (status, response) = app.post("/api/questions", body).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(response["error"]["code"], "field_too_long");
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_beyond_the_in_flight_limit_is_shed_with_503() {
+    let app = spawn_app_with(Store::Sqlite, |a| a.max_in_flight = 1).await;
+    let requests = (0..100).map(|_| app.client.get(app.url("/api/search?q=가나다")).send());
+    let responses = futures::future::join_all(requests).await;
+    let mut shed = 0;
+    for response in responses {
+        let response = response.unwrap();
+        match response.status() {
+            StatusCode::OK => {}
+            StatusCode::SERVICE_UNAVAILABLE => {
+                let body: serde_json::Value = response.json().await.unwrap();
+                assert_eq!(body["error"]["code"], "overloaded");
+                shed += 1;
+            }
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert!(
+        shed > 0,
+        "100 concurrent requests with 1 allowed in flight shed none"
+    );
+    app.finish().await;
+}
+
+fn metric(text: &str, name: &str, label: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_move_and_search_reports_its_timing() {
+    let app = spawn_app(Store::Sqlite).await;
+    let user = app.create_user("u").await;
+    app.create_question(user, "지표", "본문").await;
+    app.wait_indexed().await;
+    let scrape = || async {
+        app.client
+            .get(app.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let before = scrape().await;
+    let response = app
+        .client
+        .get(app.url("/api/search?q=%EC%A7%80%ED%91%9C"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers().contains_key("x-request-id"));
+    let timing = response.headers()["server-timing"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        timing.contains("index;dur=") && timing.contains("db;dur=0"),
+        "{timing}"
+    );
+    app.search("지표", "").await;
+    let after = scrape().await;
+    let route = "route=\"/api/search\"";
+    assert!(
+        metric(&after, "http_requests_total", route)
+            >= metric(&before, "http_requests_total", route) + 2.0,
+        "{after}"
+    );
+    assert!(
+        metric(&after, "cache_requests_total", "result=\"hit\"") >= 1.0,
+        "{after}"
+    );
+    assert!(
+        after.contains("http_request_duration_seconds_bucket"),
+        "{after}"
+    );
+    assert!(metric(&after, "index_documents", "") >= 1.0, "{after}");
+    assert!(
+        after.contains("outbox_backlog") && after.contains("db_pool_connections"),
+        "{after}"
+    );
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_requests_and_exits_0() {
+    let app = spawn_app(Store::Sqlite).await;
+    let user = app.create_user("u").await;
+    app.create_question(user, "종료", "본문").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(&[
+        ("DATABASE_URL", app.args.store.database_url.clone()),
+        ("CHAJA_INDEX_DIR", dir.path().display().to_string()),
+        ("CHAJA_BIND", format!("127.0.0.1:{port}")),
+    ]);
+    let url = format!("http://127.0.0.1:{port}/api/search?q=%EC%A2%85%EB%A3%8C");
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while client.get(&url).send().await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Steady load, then SIGTERM in the middle of it. A request either gets
+    // its 200 or (sent after the listener closed) no connection at all.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (client, url, stop) = (client.clone(), url.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut ok = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let Ok(response) = client.get(&url).send().await else {
+                        break;
+                    };
+                    assert_eq!(
+                        response.status(),
+                        StatusCode::OK,
+                        "a request failed during shutdown"
+                    );
+                    response.bytes().await.unwrap();
+                    ok += 1;
+                }
+                ok
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = server.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server did not exit after SIGTERM"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(status.success(), "exit status {status}");
+    let mut served = 0;
+    for worker in workers {
+        served += worker.await.unwrap();
+    }
+    assert!(served > 0);
+    app.finish().await;
+}
