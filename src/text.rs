@@ -108,11 +108,25 @@ fn mapped(original: &str) -> Mapped {
     let mut origin = Vec::with_capacity(original.len());
     let mut chunk_start = 0;
     let mut flush = |start: usize, end: usize, text: &mut String| {
-        if start < end {
-            let piece = normalize(&original[start..end]);
-            origin.extend(std::iter::repeat_n((start, end), piece.len()));
-            text.push_str(&piece);
+        if start >= end {
+            return;
         }
+        let chunk = &original[start..end];
+        let mut chars = chunk.chars();
+        // Fast path: a lone ASCII character or precomposed Hangul syllable
+        // is its own NFKC form; only ASCII needs lowercasing. This is most
+        // of Korean technical prose, and spares an allocation per character.
+        if let (Some(c), None) = (chars.next(), chars.next()) {
+            if c.is_ascii() || ('\u{AC00}'..='\u{D7A3}').contains(&c) {
+                let c = c.to_ascii_lowercase();
+                origin.extend(std::iter::repeat_n((start, end), c.len_utf8()));
+                text.push(c);
+                return;
+            }
+        }
+        let piece = normalize(chunk);
+        origin.extend(std::iter::repeat_n((start, end), piece.len()));
+        text.push_str(&piece);
     };
     for (i, c) in original.char_indices() {
         if i > chunk_start && !joins_previous(c) {
@@ -261,6 +275,10 @@ mod tests {
         assert_eq!(
             highlight("I <3 ＳＰＲＩＮＧ!", &kws, 160).unwrap(),
             "I &lt;3 <em>ＳＰＲＩＮＧ</em>!"
+        );
+        assert_eq!(
+            highlight("스프링 SPRING & Spring", &kws, 160).unwrap(),
+            "스프링 <em>SPRING</em> &amp; <em>Spring</em>"
         );
         let nfd: String = "클라우드 서비스".nfd().collect();
         let kws = parse_query("우드");

@@ -168,8 +168,14 @@ impl Indexer {
                 // Defensive: a row indexed twice is reloaded, which replaces
                 // every copy. Seen once after a SIGKILL during a write burst
                 // (cause not found); the scan costs one pass over a column.
+                // Reloaded first: background merges publish new segments
+                // without a commit of ours.
                 let live = generation.clone();
-                match tokio::task::spawn_blocking(move || live.duplicate_uids()).await? {
+                let scan = move || {
+                    live.reader.reload()?;
+                    live.duplicate_uids()
+                };
+                match tokio::task::spawn_blocking(scan).await? {
                     Ok(uids) if !uids.is_empty() => {
                         tracing::warn!(
                             count = uids.len(),

@@ -321,7 +321,13 @@ impl Server {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chaja"));
         let log = std::env::var("CHAJA_TEST_SERVER_LOG")
             .ok()
-            .and_then(|path| std::fs::OpenOptions::new().create(true).append(true).open(path).ok());
+            .and_then(|path| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .ok()
+            });
         command
             .arg("serve")
             .env("RUST_LOG", "info,tantivy=info")
