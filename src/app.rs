@@ -71,6 +71,7 @@ impl App {
                 )),
                 reindex: Default::default(),
                 writer_memory: args.store.writer_memory(),
+                input: args.input_limits(),
             },
             indexer,
         })

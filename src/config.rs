@@ -25,7 +25,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the HTTP API and keep the index in step with the database.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Rebuild the index from the tables beside the live one, then swap it in.
     Reindex(StoreArgs),
     /// Compare the tables with the index; exit 2 on drift.
@@ -176,6 +176,30 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_RATE_LIMIT", default_value_t = 0)]
     pub rate_limit: u32,
 
+    /// Longest search query, in characters.
+    #[arg(long, env = "CHAJA_MAX_QUERY_CHARS", default_value_t = 100)]
+    pub max_query_chars: usize,
+
+    /// Largest search page size.
+    #[arg(long, env = "CHAJA_MAX_SIZE", default_value_t = 100)]
+    pub max_size: usize,
+
+    /// Deepest `page × size` served by page numbers; deeper needs a cursor.
+    #[arg(long, env = "CHAJA_MAX_DEPTH", default_value_t = 10_000)]
+    pub max_depth: usize,
+
+    /// Longest question title, in characters.
+    #[arg(long, env = "CHAJA_MAX_TITLE_CHARS", default_value_t = 200)]
+    pub max_title_chars: usize,
+
+    /// Longest question, review or comment body, in characters.
+    #[arg(long, env = "CHAJA_MAX_CONTENT_CHARS", default_value_t = 20_000)]
+    pub max_content_chars: usize,
+
+    /// Largest JSON request body, in bytes.
+    #[arg(long, env = "CHAJA_MAX_BODY_BYTES", default_value_t = 65_536)]
+    pub max_body_bytes: usize,
+
     /// A request still running after this many milliseconds gets a 503.
     #[arg(long, env = "CHAJA_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     pub request_timeout_ms: u64,
@@ -226,6 +250,17 @@ impl ServeArgs {
             let hash = blake3::hash(format!("{host}:{}", dir.display()).as_bytes());
             format!("chaja-{}", &hash.to_hex()[..12])
         })
+    }
+
+    pub fn input_limits(&self) -> crate::http::InputLimits {
+        crate::http::InputLimits {
+            max_query_chars: self.max_query_chars.max(1),
+            max_size: self.max_size.max(1),
+            max_depth: self.max_depth.max(1),
+            max_title_chars: self.max_title_chars.max(1),
+            max_content_chars: self.max_content_chars.max(1),
+            max_body_bytes: self.max_body_bytes.max(1024),
+        }
     }
 
     pub fn limits(&self) -> crate::http::Limits {

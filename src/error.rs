@@ -39,8 +39,8 @@ pub enum Error {
     #[error("the API key is not valid")]
     Forbidden,
 
-    #[error("request body is larger than {0} bytes")]
-    PayloadTooLarge(usize),
+    #[error("request body is too large (the limit is CHAJA_MAX_BODY_BYTES)")]
+    PayloadTooLarge,
 
     #[error("too many requests from this client; slow down")]
     TooManyRequests,
@@ -102,7 +102,7 @@ impl Error {
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
             Error::Forbidden => StatusCode::FORBIDDEN,
-            Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Error::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -118,7 +118,7 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::Unauthorized => "unauthorized",
             Error::Forbidden => "forbidden",
-            Error::PayloadTooLarge(_) => "payload_too_large",
+            Error::PayloadTooLarge => "payload_too_large",
             Error::TooManyRequests => "rate_limited",
             Error::Conflict(_) => "conflict",
             Error::Unprocessable(_) => "unprocessable",

@@ -23,7 +23,7 @@ impl From<JsonRejection> for Error {
             JsonRejection::BytesRejection(_)
                 if r.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE =>
             {
-                Error::PayloadTooLarge(super::MAX_BODY_BYTES)
+                Error::PayloadTooLarge
             }
             JsonRejection::MissingJsonContentType(_) => {
                 Error::bad_request("unsupported_media_type", r.body_text())

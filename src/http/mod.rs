@@ -43,6 +43,7 @@ pub struct AppState {
     pub reindex: admin::ReindexSlot,
     /// Index writer memory for rebuilds started over HTTP.
     pub writer_memory: usize,
+    pub input: InputLimits,
 }
 
 /// The OpenAPI document's frame; the paths come from the handlers.
@@ -70,8 +71,30 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         .into_openapi()
 }
 
-/// Largest JSON body accepted.
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Limits on what a request may carry; each breach is a 4xx that says which.
+#[derive(Clone, Copy, Debug)]
+pub struct InputLimits {
+    pub max_query_chars: usize,
+    pub max_size: usize,
+    /// Deepest `page × size` served by page numbers; deeper needs a cursor.
+    pub max_depth: usize,
+    pub max_title_chars: usize,
+    pub max_content_chars: usize,
+    pub max_body_bytes: usize,
+}
+
+impl Default for InputLimits {
+    fn default() -> Self {
+        InputLimits {
+            max_query_chars: 100,
+            max_size: 100,
+            max_depth: 10_000,
+            max_title_chars: 200,
+            max_content_chars: 20_000,
+            max_body_bytes: 64 * 1024,
+        }
+    }
+}
 
 /// Limits around every request.
 #[derive(Clone, Debug)]
@@ -96,6 +119,7 @@ impl Default for Limits {
 }
 
 pub fn router(state: AppState, limits: &Limits) -> Router {
+    let body_limit = state.input.max_body_bytes;
     prometheus::install();
     let guard = ops::Guard::new(limits.api_key.clone(), limits.rate_per_second);
     let (routes, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -113,7 +137,7 @@ pub fn router(state: AppState, limits: &Limits) -> Router {
         )
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(guard, ops::guard))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(DefaultBodyLimit::max(body_limit))
         .layer(
             ServiceBuilder::new()
                 .layer(HandleErrorLayer::new(ops::overloaded))

@@ -14,8 +14,7 @@ use super::{ApiJson, ApiPath, ApiQuery, AppState};
 use crate::db::platform::{self, Comment, Liked, Parent, Question, Review};
 use crate::error::{Error, ErrorBody, Result};
 
-pub const MAX_TITLE_CHARS: usize = 200;
-pub const MAX_CONTENT_CHARS: usize = 20_000;
+/// Users' names are not configurable: nothing searches them.
 pub const MAX_NAME_CHARS: usize = 100;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -268,8 +267,8 @@ async fn create_question(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewQuestion>,
 ) -> Result<(StatusCode, Json<Created>)> {
-    check_text("title", &body.title, MAX_TITLE_CHARS)?;
-    check_text("content", &body.content, MAX_CONTENT_CHARS)?;
+    check_text("title", &body.title, state.input.max_title_chars)?;
+    check_text("content", &body.content, state.input.max_content_chars)?;
     let id =
         platform::create_question(&state.db, body.author_id, &body.title, &body.content).await?;
     Ok(created(&state, id))
@@ -289,8 +288,8 @@ async fn update_question(
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<QuestionEdit>,
 ) -> Result<StatusCode> {
-    check_text("title", &body.title, MAX_TITLE_CHARS)?;
-    check_text("content", &body.content, MAX_CONTENT_CHARS)?;
+    check_text("title", &body.title, state.input.max_title_chars)?;
+    check_text("content", &body.content, state.input.max_content_chars)?;
     platform::update_question(&state.db, id, &body.title, &body.content).await?;
     state.mirror.wake.notify_one();
     Ok(StatusCode::NO_CONTENT)
@@ -312,7 +311,7 @@ async fn create_review(
     ApiPath(question_id): ApiPath<i64>,
     ApiJson(body): ApiJson<NewReview>,
 ) -> Result<(StatusCode, Json<Created>)> {
-    check_text("content", &body.content, MAX_CONTENT_CHARS)?;
+    check_text("content", &body.content, state.input.max_content_chars)?;
     let id = platform::create_review(&state.db, question_id, body.author_id, &body.content).await?;
     Ok(created(&state, id))
 }
@@ -331,7 +330,7 @@ async fn update_review(
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<ReviewEdit>,
 ) -> Result<StatusCode> {
-    check_text("content", &body.content, MAX_CONTENT_CHARS)?;
+    check_text("content", &body.content, state.input.max_content_chars)?;
     platform::update_review(&state.db, id, &body.content).await?;
     state.mirror.wake.notify_one();
     Ok(StatusCode::NO_CONTENT)
@@ -376,7 +375,7 @@ async fn add_comment(
     parent: Parent,
     body: NewComment,
 ) -> Result<(StatusCode, Json<Created>)> {
-    check_text("content", &body.content, MAX_CONTENT_CHARS)?;
+    check_text("content", &body.content, state.input.max_content_chars)?;
     let id = platform::create_comment(&state.db, parent, body.author_id, &body.content).await?;
     Ok((StatusCode::CREATED, Json(Created { id })))
 }

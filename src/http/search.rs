@@ -14,17 +14,12 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiQuery, AppState};
+use super::{ApiQuery, AppState, InputLimits};
 use crate::cache::{Answer, CacheStatus};
 use crate::error::{Error, ErrorBody, Result};
 use crate::index::search::{self, Filter, Hit, Rank, Request, Sort};
 use crate::model::Kind;
 use crate::text::parse_query;
-
-pub const MAX_QUERY_CHARS: usize = 100;
-pub const MAX_SIZE: usize = 100;
-/// Deepest `page × size` served by page numbers; deeper needs a cursor.
-pub const MAX_DEPTH: usize = 10_000;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(search_handler))
@@ -97,12 +92,19 @@ fn parse_time(name: &str, value: Option<&str>) -> Result<Option<i64>> {
 }
 
 /// Checks the parameters and turns them into an index request.
-pub fn to_request(params: &SearchParams, cursor_key: &[u8; 32]) -> Result<Request> {
+pub fn to_request(
+    params: &SearchParams,
+    limits: &InputLimits,
+    cursor_key: &[u8; 32],
+) -> Result<Request> {
+    let max_chars = limits.max_query_chars;
+    let max_size = limits.max_size;
+    let max_depth = limits.max_depth;
     let q = params.q.as_deref().unwrap_or("");
-    if q.chars().count() > MAX_QUERY_CHARS {
+    if q.chars().count() > max_chars {
         return Err(bad(
             "query_too_long",
-            format!("q must be at most {MAX_QUERY_CHARS} characters"),
+            format!("q must be at most {max_chars} characters"),
         ));
     }
     if q.chars().any(|c| c.is_control() && !c.is_whitespace()) {
@@ -145,20 +147,20 @@ pub fn to_request(params: &SearchParams, cursor_key: &[u8; 32]) -> Result<Reques
         }
     }
     let size = params.size.unwrap_or(10);
-    if !(1..=MAX_SIZE).contains(&size) {
+    if !(1..=max_size).contains(&size) {
         return Err(bad(
             "invalid_size",
-            format!("size must be between 1 and {MAX_SIZE}"),
+            format!("size must be between 1 and {max_size}"),
         ));
     }
     let page = params.page.unwrap_or(1);
     if page == 0 {
         return Err(bad("invalid_page", "page starts at 1"));
     }
-    if page.saturating_mul(size) > MAX_DEPTH {
+    if page.saturating_mul(size) > max_depth {
         return Err(bad(
             "too_deep",
-            format!("page × size must be at most {MAX_DEPTH}; use next_cursor to go deeper"),
+            format!("page × size must be at most {max_depth}; use next_cursor to go deeper"),
         ));
     }
     let mut request = Request {
@@ -251,7 +253,7 @@ async fn search_handler(
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<([(HeaderName, String); 1], Json<SearchResponse>)> {
     let started = Instant::now();
-    let request = to_request(&params, &state.cursor_key)?;
+    let request = to_request(&params, &state.input, &state.cursor_key)?;
     // Time spent in the index, when the cache did not answer.
     let index_time = Arc::new(std::sync::Mutex::new(None::<std::time::Duration>));
     let run = |watermark: i64| {
@@ -330,7 +332,7 @@ mod tests {
             q: Some(q.to_owned()),
             ..SearchParams::default()
         };
-        to_request(&params, &[7; 32]).unwrap()
+        to_request(&params, &InputLimits::default(), &[7; 32]).unwrap()
     }
 
     #[test]

@@ -250,3 +250,44 @@ async fn sigterm_finishes_requests_and_exits_0() {
     assert!(served > 0);
     app.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_limits_are_configurable() {
+    let app = spawn_app_with(Store::Sqlite, |a| {
+        a.max_query_chars = 5;
+        a.max_size = 3;
+        a.max_title_chars = 4;
+        a.max_body_bytes = 2048;
+    })
+    .await;
+    let user = app.create_user("u").await;
+    let (status, body) = app
+        .get("/api/search?q=%EA%B0%80%EA%B0%80%EA%B0%80%EA%B0%80%EA%B0%80%EA%B0%80")
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("query_too_long"))
+    );
+    assert_eq!(
+        app.get("/api/search?q=a&size=4").await.1["error"]["code"],
+        "invalid_size"
+    );
+    let (status, body) = app
+        .post(
+            "/api/questions",
+            json!({ "author_id": user, "title": "다섯 글자", "content": "c" }),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("field_too_long"))
+    );
+    let (status, _) = app
+        .post(
+            "/api/questions",
+            json!({ "author_id": user, "title": "네 글자", "content": "c".repeat(3000) }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    app.finish().await;
+}
