@@ -192,7 +192,7 @@ impl TestApp {
 
     /// Searches with extra query parameters; panics unless 200.
     pub async fn search(&self, q: &str, extra: &str) -> Value {
-        let url = format!("/api/search?q={}{extra}", urlencode(q));
+        let url = format!("/api/search?q={}{extra}", chaja::loadtest::urlencode(q));
         let (status, body) = self.get(&url).await;
         assert_eq!(status, StatusCode::OK, "search {q:?} failed: {body}");
         body
@@ -367,17 +367,4 @@ impl Offline {
     pub async fn sql(&self, sql: &str) {
         sqlx::query(sql).execute(&self.db.pool).await.unwrap();
     }
-}
-
-pub fn urlencode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
