@@ -4,7 +4,10 @@
 //! applied when it was computed. It is served only while it is exactly
 //! fresh (the watermark is still the applied position) or younger than
 //! `max_stale`; otherwise it is recomputed. Within a process, concurrent
-//! misses on one key wait for a single computation (moka's `try_get_with`).
+//! requests that find no fresh answer for one key at one index position wait
+//! for a single computation: a short-lived "flight" cache keyed by
+//! `(key, watermark)` and moka's `try_get_with` coalesce them, so an expired
+//! hot key costs one index search per process, not one per request.
 //! L1 admission is moka's TinyLFU, so a flood of one-off queries does not
 //! evict the hot set. Redis calls have a short timeout and a failure only
 //! costs the L2 tier, never the search.
@@ -44,6 +47,10 @@ pub struct SearchCache {
     /// False when configured with no L1 memory: every search is computed.
     enabled: bool,
     l1: moka::future::Cache<String, Arc<Answer>>,
+    /// In-flight and just-finished computations, by key and watermark.
+    flights: moka::future::Cache<(String, i64), Arc<Answer>>,
+    /// Index searches this cache has run, for tests and metrics.
+    computations: Arc<std::sync::atomic::AtomicU64>,
     l2: Option<Redis>,
     max_stale_ms: i64,
     progress: Arc<Progress>,
@@ -105,11 +112,21 @@ impl SearchCache {
         };
         Ok(SearchCache {
             enabled: l1_bytes > 0,
+            flights: moka::future::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(Duration::from_secs(1))
+                .build(),
+            computations: Arc::default(),
             l1,
             l2,
             max_stale_ms: max_stale.as_millis() as i64,
             progress,
         })
+    }
+
+    /// Index searches run on behalf of this cache so far.
+    pub fn computations(&self) -> u64 {
+        self.computations.load(Ordering::Relaxed)
     }
 
     fn is_fresh(&self, answer: &Answer, now: i64) -> bool {
@@ -144,7 +161,6 @@ impl SearchCache {
                 count("l1", "hit");
                 return Ok(hit(answer, now));
             }
-            self.l1.invalidate(key).await;
         }
         count("l1", "miss");
         if let Some(redis) = &self.l2 {
@@ -158,11 +174,15 @@ impl SearchCache {
             }
             count("l2", "miss");
         }
-        // Read before computing: the answer is at least this fresh.
+        // Read before computing: the answer is at least this fresh. Every
+        // request that gets here for this key at this position shares one
+        // computation.
         let watermark = self.progress.applied_seq();
         let answer = self
-            .l1
-            .try_get_with(key.to_owned(), async {
+            .flights
+            .try_get_with((key.to_owned(), watermark), async {
+                self.computations.fetch_add(1, Ordering::Relaxed);
+                metrics::counter!("cache_computations_total").increment(1);
                 let answer = Arc::new(compute(watermark).await?);
                 if let Some(redis) = &self.l2 {
                     redis.set(key, &answer).await;
@@ -171,6 +191,7 @@ impl SearchCache {
             })
             .await
             .map_err(Error::Shared)?;
+        self.l1.insert(key.to_owned(), answer.clone()).await;
         let age_ms = (now_ms() - answer.computed_at_ms).max(0);
         Ok((answer, CacheStatus { hit: false, age_ms }))
     }
@@ -222,5 +243,57 @@ impl Redis {
             Ok(Ok(value)) => Some(value),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(watermark: i64) -> Answer {
+        Answer {
+            total: 1,
+            hits: Vec::new(),
+            next_cursor: None,
+            watermark,
+            computed_at_ms: now_ms(),
+        }
+    }
+
+    /// 200 concurrent requests for a key whose answer has expired run one
+    /// index search, and a new index position runs exactly one more.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_expired_hot_key_is_computed_once_for_200_requests() {
+        let progress = Arc::new(Progress::default());
+        let cache = SearchCache::new(None, "t", Duration::ZERO, 1 << 20, progress.clone()).unwrap();
+        let burst = |cache: SearchCache| async move {
+            let requests = (0..200).map(|_| {
+                let cache = cache.clone();
+                tokio::spawn(async move {
+                    cache
+                        .get_or_compute("hot", |w| async move {
+                            // An index search that takes a while.
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            Ok(answer(w))
+                        })
+                        .await
+                        .unwrap()
+                })
+            });
+            for request in requests.collect::<Vec<_>>() {
+                request.await.unwrap();
+            }
+        };
+        burst(cache.clone()).await;
+        assert_eq!(cache.computations(), 1);
+        // The index moves: every cached answer is stale at max_stale 0.
+        progress.committed(7);
+        burst(cache.clone()).await;
+        assert_eq!(cache.computations(), 2);
+        let (fresh, status) = cache
+            .get_or_compute("hot", |w| async move { Ok(answer(w)) })
+            .await
+            .unwrap();
+        assert_eq!((fresh.watermark, status.hit), (7, true));
     }
 }
