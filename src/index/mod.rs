@@ -15,8 +15,6 @@ use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 use tantivy::directory::MmapDirectory;
-use tantivy::index::SegmentId;
-use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::Term;
 use tantivy::{
     Index, IndexReader, IndexSettings, IndexSortByField, IndexWriter, Order, ReloadPolicy,
@@ -171,21 +169,8 @@ impl DocWriter {
         Ok(())
     }
 
-    /// Merges everything into as few segments as the default policy would
-    /// reach eventually, and waits for it. Used after a full rebuild.
-    pub fn merge_all(&mut self) -> Result<()> {
-        let ids: Vec<SegmentId> = self.writer.index().searchable_segment_ids()?;
-        if ids.len() > 1 {
-            self.writer.merge(&ids).wait()?;
-        }
-        Ok(())
-    }
-
-    /// Stops background merges; a bulk build merges once at the end.
-    pub fn disable_merges(&mut self) {
-        self.writer.set_merge_policy(Box::new(NoMergePolicy));
-    }
-
+    /// Finishes background merges and releases the writer lock, so that a
+    /// serving process can open its own writer on this generation.
     pub fn wait_merging_threads(self) -> Result<()> {
         self.writer.wait_merging_threads()
     }
