@@ -46,10 +46,6 @@ fn needs_key(method: &Method, path: &str) -> bool {
         || (path.starts_with("/api/") && !matches!(*method, Method::GET | Method::HEAD))
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     if let Some(limiter) = &guard.limiter {
         let ip = request
@@ -85,7 +81,9 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
                         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                     return response;
                 }
-                Some(given) if !constant_time_eq(given.as_bytes(), key.as_bytes()) => {
+                Some(given)
+                    if !constant_time_eq::constant_time_eq(given.as_bytes(), key.as_bytes()) =>
+                {
                     return Error::Forbidden.into_response();
                 }
                 Some(_) => {}

@@ -225,7 +225,7 @@ fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<Rank>
     let body = URL_SAFE_NO_PAD.decode(body).map_err(|_| invalid())?;
     let mac = URL_SAFE_NO_PAD.decode(mac).map_err(|_| invalid())?;
     let expected = blake3::keyed_hash(key, &body);
-    if !constant_time_eq(&expected.as_bytes()[..16], &mac) {
+    if !constant_time_eq::constant_time_eq(&expected.as_bytes()[..16], &mac) {
         return Err(invalid());
     }
     let cursor: CursorBody = serde_json::from_slice(&body).map_err(|_| invalid())?;
@@ -236,10 +236,6 @@ fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<Rank>
         ));
     }
     Ok(cursor.r)
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The cache key: everything that changes a first page, normalized.
