@@ -3,7 +3,10 @@
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::SearchCache;
+use std::time::Duration;
+
+use crate::cache::trending::Trending;
+use crate::cache::{CacheSettings, RedisTier, SearchCache};
 use crate::config::ServeArgs;
 use crate::db::Db;
 use crate::error::Result;
@@ -40,13 +43,21 @@ impl App {
         // Known before the first request, so cached answers computed at this
         // position by an earlier process are recognized as fresh.
         mirror.progress.committed(index.live().applied_seq()?);
-        let cache = SearchCache::new(
-            args.redis_url.as_deref(),
-            &args.cache_prefix,
-            std::time::Duration::from_millis(args.cache_max_stale_ms),
-            args.cache_l1_mb << 20,
-            mirror.progress.clone(),
-        )?;
+        let redis = match &args.redis_url {
+            Some(url) => Some(RedisTier::new(
+                url,
+                &args.cache_prefix,
+                Duration::from_millis(args.redis_timeout_ms.max(1)),
+            )?),
+            None => None,
+        };
+        let settings = CacheSettings {
+            max_stale: Duration::from_millis(args.cache_max_stale_ms),
+            grace: Duration::from_millis(args.cache_grace_ms),
+            l1_bytes: args.cache_l1_mb << 20,
+        };
+        let cache = SearchCache::new(redis.clone(), settings, mirror.progress.clone());
+        let trending = Trending::new(redis, args.trending_min_chars);
         let config = IndexerConfig {
             poll: args.poll(),
             gap_grace: std::time::Duration::from_secs(args.gap_grace_secs),
@@ -63,6 +74,7 @@ impl App {
             state: AppState {
                 db,
                 cache,
+                trending,
                 index,
                 mirror,
                 cursor_key: std::sync::Arc::new(blake3::derive_key(

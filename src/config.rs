@@ -152,6 +152,21 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_CACHE_MAX_STALE_MS", default_value_t = 2000)]
     pub cache_max_stale_ms: u64,
 
+    /// How much longer, in milliseconds, an expired answer is served while
+    /// one request recomputes it. No answer is older than max stale + grace
+    /// unless the index has not moved since it was computed.
+    #[arg(long, env = "CHAJA_CACHE_GRACE_MS", default_value_t = 500)]
+    pub cache_grace_ms: u64,
+
+    /// Longest wait for one Redis call, in milliseconds; after three
+    /// failures in a row Redis is skipped and probed again later.
+    #[arg(long, env = "CHAJA_REDIS_TIMEOUT_MS", default_value_t = 50)]
+    pub redis_timeout_ms: u64,
+
+    /// Shortest keyword counted in trending searches, in characters.
+    #[arg(long, env = "CHAJA_TRENDING_MIN_CHARS", default_value_t = 2)]
+    pub trending_min_chars: usize,
+
     /// Size of the in-process cache tier, in MiB; 0 turns the cache off
     /// (both tiers), which benchmarks use to measure the index alone.
     #[arg(long, env = "CHAJA_CACHE_L1_MB", default_value_t = 64)]

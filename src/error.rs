@@ -64,6 +64,10 @@ pub enum Error {
     #[error("i/o error")]
     Io(#[from] std::io::Error),
 
+    /// Redis is configured for something only it holds, and is not answering.
+    #[error("{0} needs redis, which is not answering; try again later")]
+    RedisUnavailable(&'static str),
+
     /// One computation's error, shared by every request that waited on it.
     #[error("{0}")]
     Shared(std::sync::Arc<Error>),
@@ -106,6 +110,7 @@ impl Error {
             Error::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Error::RedisUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             e if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -122,6 +127,7 @@ impl Error {
             Error::TooManyRequests => "rate_limited",
             Error::Conflict(_) => "conflict",
             Error::Unprocessable(_) => "unprocessable",
+            Error::RedisUnavailable(_) => "redis_unavailable",
             e if e.is_unavailable() => "database_unavailable",
             _ => "internal",
         }
@@ -132,7 +138,7 @@ impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status_code();
         let message = match status {
-            StatusCode::SERVICE_UNAVAILABLE => {
+            StatusCode::SERVICE_UNAVAILABLE if self.is_unavailable() => {
                 tracing::warn!(error = ?self, "database unavailable");
                 "the database is unavailable; nothing was written, try again later".to_owned()
             }

@@ -1,29 +1,40 @@
-//! The hot-query cache: L1 in-process, L2 Redis shared by every replica.
+//! The hot-query cache: L1 in-process, L2 Redis shared by every replica,
+//! plus [`trending`] keywords.
 //!
 //! A cached answer carries the outbox position (watermark) the index had
-//! applied when it was computed. It is served only while it is exactly
-//! fresh (the watermark is still the applied position) or younger than
-//! `max_stale`; otherwise it is recomputed. Within a process, concurrent
-//! requests that find no fresh answer for one key at one index position wait
-//! for a single computation: a short-lived "flight" cache keyed by
+//! applied when it was computed. It is fresh while that watermark is still
+//! the applied position, or while it is younger than `max_stale`. Past that
+//! bound one request per key recomputes while the others keep getting the
+//! stale answer for `grace` more; across replicas a short Redis lock picks
+//! the one that recomputes. So no answer is ever older than
+//! `max_stale + grace` unless the index has not moved since it was computed.
+//! Within a process, requests with no answer at all for one key at one index
+//! position share one computation: a short-lived "flight" cache keyed by
 //! `(key, watermark)` and moka's `try_get_with` coalesce them, so an expired
 //! hot key costs one index search per process, not one per request.
-//! L1 admission is moka's TinyLFU, so a flood of one-off queries does not
-//! evict the hot set. Redis calls have a short timeout and a failure only
-//! costs the L2 tier, never the search.
+//!
+//! Admission: L1 is moka's TinyLFU, so a flood of one-off queries does not
+//! evict the hot set; only a key requested twice within a minute is written
+//! to Redis, so the flood does not reach it either. Redis failures only cost
+//! the L2 tier ([`redis`] bounds every call and trips a breaker).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::AsyncCommands;
+use ::redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
 use crate::error::{Error, Result};
 use crate::http::search::HitBody;
 use crate::mirror::Progress;
+
+pub mod redis;
+pub mod trending;
+
+pub use self::redis::{BreakerState, RedisTier};
 
 /// What is cached: the answer without per-request timing.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -40,43 +51,92 @@ pub struct Answer {
 pub struct CacheStatus {
     pub hit: bool,
     pub age_ms: i64,
+    /// Served past `max_stale`, within the grace period, while another
+    /// request recomputes it.
+    pub stale: bool,
+}
+
+impl CacheStatus {
+    pub const MISS: CacheStatus = CacheStatus {
+        hit: false,
+        age_ms: 0,
+        stale: false,
+    };
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct CacheSettings {
+    pub max_stale: Duration,
+    pub grace: Duration,
+    /// L1 size; 0 turns the cache off.
+    pub l1_bytes: u64,
+}
+
+struct Entry {
+    answer: Arc<Answer>,
+    /// Already written to Redis.
+    in_l2: AtomicBool,
 }
 
 #[derive(Clone)]
 pub struct SearchCache {
     /// False when configured with no L1 memory: every search is computed.
     enabled: bool,
-    l1: moka::future::Cache<String, Arc<Answer>>,
+    l1: moka::future::Cache<String, Arc<Entry>>,
     /// In-flight and just-finished computations, by key and watermark.
     flights: moka::future::Cache<(String, i64), Arc<Answer>>,
+    /// Keys this process is recomputing while their stale answer is served.
+    refreshing: Arc<Mutex<HashSet<String>>>,
+    /// Keys requested within the last minute: only repeats go to Redis.
+    seen: moka::future::Cache<String, ()>,
     /// Index searches this cache has run, for tests and metrics.
-    computations: Arc<std::sync::atomic::AtomicU64>,
-    l2: Option<Redis>,
+    computations: Arc<AtomicU64>,
+    l2: Option<L2>,
     max_stale_ms: i64,
+    grace_ms: i64,
     progress: Arc<Progress>,
 }
 
 #[derive(Clone)]
-struct Redis {
-    conn: ConnectionManager,
-    prefix: Arc<str>,
-    timeout: Duration,
+struct L2 {
+    redis: RedisTier,
     ttl_ms: u64,
-    healthy: Arc<AtomicBool>,
+    /// Names this process in recompute locks.
+    owner: Arc<str>,
+}
+
+/// Who recomputes a stale key.
+enum Claim {
+    /// This request; the mark is removed when the claim is dropped.
+    Ours(Refreshing),
+    /// Another request, here or in another replica: serve the stale answer.
+    Taken,
+}
+
+struct Refreshing {
+    set: Arc<Mutex<HashSet<String>>>,
+    key: String,
+    /// The Redis lock, when one was taken.
+    locked: bool,
+}
+
+impl Drop for Refreshing {
+    fn drop(&mut self) {
+        self.set.lock().expect("refresh lock").remove(&self.key);
+    }
 }
 
 impl SearchCache {
     pub fn new(
-        redis_url: Option<&str>,
-        prefix: &str,
-        max_stale: Duration,
-        l1_bytes: u64,
+        redis: Option<RedisTier>,
+        settings: CacheSettings,
         progress: Arc<Progress>,
-    ) -> Result<SearchCache> {
+    ) -> SearchCache {
         let l1 = moka::future::Cache::builder()
-            .max_capacity(l1_bytes)
-            .weigher(|key: &String, answer: &Arc<Answer>| {
-                let hits: usize = answer
+            .max_capacity(settings.l1_bytes)
+            .weigher(|key: &String, entry: &Arc<Entry>| {
+                let hits: usize = entry
+                    .answer
                     .hits
                     .iter()
                     .map(|h| 128 + h.snippet.len() + h.title.as_ref().map_or(0, String::len))
@@ -84,49 +144,41 @@ impl SearchCache {
                 u32::try_from(key.len() + hits).unwrap_or(u32::MAX)
             })
             .build();
-        let l2 = match redis_url {
-            None => None,
-            Some(url) => {
-                let timeout = Duration::from_millis(50);
-                let client = redis::Client::open(url).map_err(|e| {
-                    Error::bad_request("bad_redis_url", format!("REDIS_URL is invalid: {e}"))
-                })?;
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(timeout))
-                    .set_response_timeout(Some(timeout))
-                    .set_number_of_retries(1);
-                let conn =
-                    ConnectionManager::new_lazy_with_config(client, config).map_err(|e| {
-                        Error::bad_request("bad_redis_url", format!("REDIS_URL is invalid: {e}"))
-                    })?;
-                Some(Redis {
-                    conn,
-                    prefix: format!("{prefix}:search:v1:").into(),
-                    timeout,
-                    // Past max_stale an entry is only good if its watermark is
-                    // still current; a minute bounds what Redis keeps for that.
-                    ttl_ms: (max_stale.as_millis() as u64).max(60_000),
-                    healthy: Arc::new(AtomicBool::new(true)),
-                })
-            }
-        };
-        Ok(SearchCache {
-            enabled: l1_bytes > 0,
+        let l2 = redis.map(|redis| L2 {
+            redis,
+            // Past max_stale an entry is only good if its watermark is still
+            // current; a minute bounds what Redis keeps for that.
+            ttl_ms: (settings.max_stale.as_millis() as u64).max(60_000),
+            owner: format!("{:016x}", rand::random::<u64>()).into(),
+        });
+        SearchCache {
+            enabled: settings.l1_bytes > 0,
             flights: moka::future::Cache::builder()
                 .max_capacity(10_000)
                 .time_to_live(Duration::from_secs(1))
                 .build(),
+            refreshing: Arc::default(),
+            seen: moka::future::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(Duration::from_secs(60))
+                .build(),
             computations: Arc::default(),
             l1,
             l2,
-            max_stale_ms: max_stale.as_millis() as i64,
+            max_stale_ms: settings.max_stale.as_millis() as i64,
+            grace_ms: settings.grace.as_millis() as i64,
             progress,
-        })
+        }
     }
 
     /// Index searches run on behalf of this cache so far.
     pub fn computations(&self) -> u64 {
         self.computations.load(Ordering::Relaxed)
+    }
+
+    /// The Redis breaker's state, or `None` without Redis.
+    pub fn redis_state(&self) -> Option<BreakerState> {
+        self.l2.as_ref().map(|l2| l2.redis.breaker_state())
     }
 
     fn is_fresh(&self, answer: &Answer, now: i64) -> bool {
@@ -135,7 +187,7 @@ impl SearchCache {
     }
 
     /// The cached answer for `key` if it is fresh enough, else `compute`'s,
-    /// which is then cached in both tiers.
+    /// which is then cached.
     pub async fn get_or_compute<F, Fut>(
         &self,
         key: &str,
@@ -147,33 +199,81 @@ impl SearchCache {
     {
         if !self.enabled {
             let answer = compute(self.progress.applied_seq()).await?;
-            return Ok((
-                Arc::new(answer),
-                CacheStatus {
-                    hit: false,
-                    age_ms: 0,
-                },
-            ));
+            return Ok((Arc::new(answer), CacheStatus::MISS));
         }
         let now = now_ms();
-        if let Some(answer) = self.l1.get(key).await {
-            if self.is_fresh(&answer, now) {
+        let repeat = self.seen.contains_key(key);
+        if !repeat {
+            self.seen.insert(key.to_owned(), ()).await;
+        }
+        let mut stale = None;
+        if let Some(entry) = self.l1.get(key).await {
+            if self.is_fresh(&entry.answer, now) {
                 count("l1", "hit");
-                return Ok(hit(answer, now));
+                if repeat {
+                    self.promote(key, &entry);
+                }
+                return Ok(served(entry.answer.clone(), now, false));
             }
+            stale = Some(entry.answer.clone());
         }
         count("l1", "miss");
-        if let Some(redis) = &self.l2 {
-            if let Some(answer) = redis.get(key).await {
+        if let Some(l2) = &self.l2 {
+            if let Some(answer) = l2.get(key).await {
                 if self.is_fresh(&answer, now) {
                     count("l2", "hit");
                     let answer = Arc::new(answer);
-                    self.l1.insert(key.to_owned(), answer.clone()).await;
-                    return Ok(hit(answer, now));
+                    let entry = Entry {
+                        answer: answer.clone(),
+                        in_l2: AtomicBool::new(true),
+                    };
+                    self.l1.insert(key.to_owned(), Arc::new(entry)).await;
+                    return Ok(served(answer, now, false));
+                }
+                if stale
+                    .as_ref()
+                    .is_none_or(|s| s.computed_at_ms < answer.computed_at_ms)
+                {
+                    stale = Some(Arc::new(answer));
                 }
             }
             count("l2", "miss");
         }
+        let mut claim = None;
+        if let Some(stale) = stale {
+            if now - stale.computed_at_ms < self.max_stale_ms + self.grace_ms {
+                match self.claim(key).await {
+                    Claim::Taken => {
+                        count("grace", "hit");
+                        return Ok(served(stale, now, true));
+                    }
+                    Claim::Ours(refreshing) => claim = Some(refreshing),
+                }
+            }
+        }
+        let answer = self.compute(key, repeat, compute).await;
+        if let (Some(l2), Some(claim)) = (&self.l2, &claim) {
+            if claim.locked {
+                l2.unlock(key).await;
+            }
+        }
+        let answer = answer?;
+        let age_ms = (now_ms() - answer.computed_at_ms).max(0);
+        Ok((
+            answer,
+            CacheStatus {
+                hit: false,
+                age_ms,
+                stale: false,
+            },
+        ))
+    }
+
+    async fn compute<F, Fut>(&self, key: &str, repeat: bool, compute: F) -> Result<Arc<Answer>>
+    where
+        F: FnOnce(i64) -> Fut,
+        Fut: std::future::Future<Output = Result<Answer>>,
+    {
         // Read before computing: the answer is at least this fresh. Every
         // request that gets here for this key at this position shares one
         // computation.
@@ -184,16 +284,60 @@ impl SearchCache {
                 self.computations.fetch_add(1, Ordering::Relaxed);
                 metrics::counter!("cache_computations_total").increment(1);
                 let answer = Arc::new(compute(watermark).await?);
-                if let Some(redis) = &self.l2 {
-                    redis.set(key, &answer).await;
+                let l2 = self.l2.as_ref().filter(|_| repeat);
+                if let Some(l2) = l2 {
+                    l2.set(key, &answer).await;
                 }
+                let entry = Entry {
+                    answer: answer.clone(),
+                    in_l2: AtomicBool::new(l2.is_some()),
+                };
+                self.l1.insert(key.to_owned(), Arc::new(entry)).await;
                 Ok::<_, Error>(answer)
             })
             .await
             .map_err(Error::Shared)?;
-        self.l1.insert(key.to_owned(), answer.clone()).await;
-        let age_ms = (now_ms() - answer.computed_at_ms).max(0);
-        Ok((answer, CacheStatus { hit: false, age_ms }))
+        Ok(answer)
+    }
+
+    /// Decides who recomputes a stale key: the first request in this
+    /// process, and of those, the one replica that takes the Redis lock.
+    async fn claim(&self, key: &str) -> Claim {
+        if !self
+            .refreshing
+            .lock()
+            .expect("refresh lock")
+            .insert(key.to_owned())
+        {
+            return Claim::Taken;
+        }
+        let mut refreshing = Refreshing {
+            set: self.refreshing.clone(),
+            key: key.to_owned(),
+            locked: false,
+        };
+        if let Some(l2) = &self.l2 {
+            match l2.lock(key).await {
+                Some(true) => refreshing.locked = true,
+                // Another replica is on it; this one's mark goes with the
+                // dropped claim.
+                Some(false) => return Claim::Taken,
+                // Redis is not answering: recompute here.
+                None => {}
+            }
+        }
+        Claim::Ours(refreshing)
+    }
+
+    /// Writes an answer that turned out to be hot to Redis, off the request.
+    fn promote(&self, key: &str, entry: &Arc<Entry>) {
+        let Some(l2) = self.l2.clone() else { return };
+        if entry.in_l2.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let key = key.to_owned();
+        let answer = entry.answer.clone();
+        tokio::spawn(async move { l2.set(&key, &answer).await });
     }
 }
 
@@ -201,16 +345,31 @@ fn count(tier: &'static str, result: &'static str) {
     metrics::counter!("cache_requests_total", "tier" => tier, "result" => result).increment(1);
 }
 
-fn hit(answer: Arc<Answer>, now: i64) -> (Arc<Answer>, CacheStatus) {
+fn served(answer: Arc<Answer>, now: i64, stale: bool) -> (Arc<Answer>, CacheStatus) {
     let age_ms = (now - answer.computed_at_ms).max(0);
-    (answer, CacheStatus { hit: true, age_ms })
+    let status = CacheStatus {
+        hit: true,
+        age_ms,
+        stale,
+    };
+    (answer, status)
 }
 
-impl Redis {
+impl L2 {
+    fn key(&self, key: &str) -> String {
+        format!("{}search:v2:{key}", self.redis.prefix)
+    }
+
+    fn lock_key(&self, key: &str) -> String {
+        format!("{}search:lock:{key}", self.redis.prefix)
+    }
+
     async fn get(&self, key: &str) -> Option<Answer> {
-        let mut conn = self.conn.clone();
-        let call = conn.get::<_, Option<Vec<u8>>>(format!("{}{key}", self.prefix));
-        let bytes = self.outcome(tokio::time::timeout(self.timeout, call).await)??;
+        let key = self.key(key);
+        let bytes = self
+            .redis
+            .call(|mut conn| async move { conn.get::<_, Option<Vec<u8>>>(key).await })
+            .await??;
         serde_json::from_slice(&bytes).ok()
     }
 
@@ -218,33 +377,56 @@ impl Redis {
         let Ok(bytes) = serde_json::to_vec(answer) else {
             return;
         };
-        let mut conn = self.conn.clone();
-        let call = conn.pset_ex::<_, _, ()>(format!("{}{key}", self.prefix), bytes, self.ttl_ms);
-        self.outcome(tokio::time::timeout(self.timeout, call).await);
+        let (key, ttl) = (self.key(key), self.ttl_ms);
+        self.redis
+            .call(|mut conn| async move { conn.pset_ex::<_, _, ()>(key, bytes, ttl).await })
+            .await;
     }
 
-    /// Logs once per change between working and failing.
-    fn outcome<T>(
-        &self,
-        result: std::result::Result<redis::RedisResult<T>, tokio::time::error::Elapsed>,
-    ) -> Option<T> {
-        let ok = matches!(result, Ok(Ok(_)));
-        if !ok {
-            metrics::counter!("cache_redis_errors_total").increment(1);
-        }
-        if self.healthy.swap(ok, Ordering::AcqRel) != ok {
-            if ok {
-                tracing::info!("redis cache tier is back");
-            } else {
-                tracing::warn!("redis cache tier failing; serving from l1 and the index");
-            }
-        }
-        match result {
-            Ok(Ok(value)) => Some(value),
-            _ => None,
-        }
+    /// `Some(true)` when this process now holds the recompute lock for
+    /// `key`; it expires by itself if this process dies holding it.
+    async fn lock(&self, key: &str) -> Option<bool> {
+        let key = self.lock_key(key);
+        let owner = self.owner.clone();
+        self.redis
+            .call(|mut conn| async move {
+                let set: Option<String> = ::redis::cmd("SET")
+                    .arg(key)
+                    .arg(owner.as_ref())
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(LOCK_MS)
+                    .query_async(&mut conn)
+                    .await?;
+                Ok(set.is_some())
+            })
+            .await
+    }
+
+    /// Releases the lock if this process still holds it.
+    async fn unlock(&self, key: &str) {
+        let key = self.lock_key(key);
+        let owner = self.owner.clone();
+        self.redis
+            .call(|mut conn| async move {
+                UNLOCK
+                    .key(key)
+                    .arg(owner.as_ref())
+                    .invoke_async::<i64>(&mut conn)
+                    .await
+            })
+            .await;
     }
 }
+
+/// How long a recompute lock lives if its holder never releases it.
+const LOCK_MS: u64 = 2_000;
+
+static UNLOCK: std::sync::LazyLock<::redis::Script> = std::sync::LazyLock::new(|| {
+    ::redis::Script::new(
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
+    )
+});
 
 #[cfg(test)]
 mod tests {
@@ -260,40 +442,79 @@ mod tests {
         }
     }
 
+    fn cache(grace_ms: u64, progress: &Arc<Progress>) -> SearchCache {
+        let settings = CacheSettings {
+            max_stale: Duration::ZERO,
+            grace: Duration::from_millis(grace_ms),
+            l1_bytes: 1 << 20,
+        };
+        SearchCache::new(None, settings, progress.clone())
+    }
+
+    /// Sends 200 concurrent requests for one key; returns how many were
+    /// served a stale answer.
+    async fn burst(cache: &SearchCache) -> usize {
+        let requests = (0..200).map(|_| {
+            let cache = cache.clone();
+            tokio::spawn(async move {
+                let (_, status) = cache
+                    .get_or_compute("hot", |w| async move {
+                        // An index search that takes a while.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        Ok(answer(w))
+                    })
+                    .await
+                    .unwrap();
+                status.stale
+            })
+        });
+        let mut stale = 0;
+        for request in requests.collect::<Vec<_>>() {
+            stale += usize::from(request.await.unwrap());
+        }
+        stale
+    }
+
     /// 200 concurrent requests for a key whose answer has expired run one
     /// index search, and a new index position runs exactly one more.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_expired_hot_key_is_computed_once_for_200_requests() {
         let progress = Arc::new(Progress::default());
-        let cache = SearchCache::new(None, "t", Duration::ZERO, 1 << 20, progress.clone()).unwrap();
-        let burst = |cache: SearchCache| async move {
-            let requests = (0..200).map(|_| {
-                let cache = cache.clone();
-                tokio::spawn(async move {
-                    cache
-                        .get_or_compute("hot", |w| async move {
-                            // An index search that takes a while.
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                            Ok(answer(w))
-                        })
-                        .await
-                        .unwrap()
-                })
-            });
-            for request in requests.collect::<Vec<_>>() {
-                request.await.unwrap();
-            }
-        };
-        burst(cache.clone()).await;
+        let cache = cache(0, &progress);
+        burst(&cache).await;
         assert_eq!(cache.computations(), 1);
         // The index moves: every cached answer is stale at max_stale 0.
         progress.committed(7);
-        burst(cache.clone()).await;
+        assert_eq!(
+            burst(&cache).await,
+            0,
+            "no grace: nobody gets a stale answer"
+        );
         assert_eq!(cache.computations(), 2);
         let (fresh, status) = cache
             .get_or_compute("hot", |w| async move { Ok(answer(w)) })
             .await
             .unwrap();
         assert_eq!((fresh.watermark, status.hit), (7, true));
+    }
+
+    /// Within the grace period one request recomputes an expired key and the
+    /// other 199 get the stale answer at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn within_grace_one_request_recomputes_and_the_rest_get_the_stale_answer() {
+        let progress = Arc::new(Progress::default());
+        let cache = cache(60_000, &progress);
+        burst(&cache).await;
+        progress.committed(7);
+        assert_eq!(burst(&cache).await, 199);
+        assert_eq!(cache.computations(), 2);
+        let (fresh, status) = cache
+            .get_or_compute("hot", |w| async move { Ok(answer(w)) })
+            .await
+            .unwrap();
+        assert_eq!(
+            (fresh.watermark, status.hit, status.stale),
+            (7, true, false)
+        );
     }
 }

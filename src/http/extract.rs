@@ -1,7 +1,11 @@
 //! axum's extractors, with their rejections turned into the API's JSON error.
 
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts};
+use axum::http::request::Parts;
 
 use crate::error::Error;
 
@@ -42,5 +46,17 @@ impl From<QueryRejection> for Error {
 impl From<PathRejection> for Error {
     fn from(r: PathRejection) -> Error {
         Error::bad_request("invalid_path", r.body_text())
+    }
+}
+
+/// The peer's address, when the server was started with connect info.
+pub struct ClientIp(pub Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let addr = parts.extensions.get::<ConnectInfo<SocketAddr>>();
+        Ok(ClientIp(addr.map(|ConnectInfo(addr)| addr.ip())))
     }
 }

@@ -59,6 +59,8 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     };
     let body = json!({
         "database": database,
+        // Redis never decides readiness: searches answer without it.
+        "redis": state.cache.redis_state().map_or("off", |s| s.as_str()),
         "index": { "generation": generation.id, "docs": generation.num_docs() },
         "indexer": {
             "applied_seq": applied,

@@ -24,18 +24,20 @@ use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::cache::trending::Trending;
 use crate::cache::SearchCache;
 use crate::db::Db;
 use crate::index::SearchIndex;
 use crate::mirror::MirrorHandle;
 
-pub use extract::{ApiJson, ApiPath, ApiQuery};
+pub use extract::{ApiJson, ApiPath, ApiQuery, ClientIp};
 
 /// Cheap, cloneable handles shared by every handler.
 #[derive(Clone)]
 pub struct AppState {
     pub db: Db,
     pub cache: SearchCache,
+    pub trending: Trending,
     pub index: SearchIndex,
     pub mirror: MirrorHandle,
     /// Signs search cursors, so a changed cursor is a 400.

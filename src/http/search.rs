@@ -14,7 +14,8 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiQuery, AppState, InputLimits};
+use super::{ApiQuery, AppState, ClientIp, InputLimits};
+use crate::cache::trending::Trend;
 use crate::cache::{Answer, CacheStatus};
 use crate::error::{Error, ErrorBody, Result};
 use crate::index::search::{self, Filter, Hit, Rank, Request, Sort};
@@ -22,7 +23,9 @@ use crate::model::Kind;
 use crate::text::parse_query;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(search_handler))
+    OpenApiRouter::new()
+        .routes(routes!(search_handler))
+        .routes(routes!(trending_handler))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -246,6 +249,7 @@ fn cache_key(request: &Request) -> String {
 #[utoipa::path(get, path = "/api/search", tag = "search", params(SearchParams), responses((status = 200, description = "exactly the rows LIKE would return, with an exact total; never touches the database", body = SearchResponse), (status = 400, description = "bad query, size, page, depth, cursor, sort, type or time", body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, description = "timeout or overload", body = ErrorBody)))]
 async fn search_handler(
     State(state): State<AppState>,
+    ClientIp(client): ClientIp,
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<([(HeaderName, String); 1], Json<SearchResponse>)> {
     let started = Instant::now();
@@ -285,6 +289,10 @@ async fn search_handler(
     // Only first pages are cached: deep pages and cursor pages are rare per
     // key and would crowd out the hot set.
     let first_page = request.offset == 0 && request.after.is_none();
+    if let (true, Some(client)) = (first_page, client) {
+        let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
+        state.trending.record(&keywords.join(" "), client);
+    }
     let (answer, cache) = if first_page {
         state
             .cache
@@ -292,11 +300,7 @@ async fn search_handler(
             .await?
     } else {
         let watermark = state.mirror.progress.applied_seq();
-        let miss = CacheStatus {
-            hit: false,
-            age_ms: 0,
-        };
-        (Arc::new(run(watermark).await?), miss)
+        (Arc::new(run(watermark).await?), CacheStatus::MISS)
     };
     let took = started.elapsed();
     let index = index_time.lock().expect("timing lock").unwrap_or_default();
@@ -315,6 +319,39 @@ async fn search_handler(
         cache,
     };
     Ok(([(SERVER_TIMING.clone(), timing)], Json(body)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TrendingParams {
+    /// `10m`, `1h` (default) or `24h`.
+    pub window: Option<String>,
+    /// 1 to 100; default 10.
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrendingResponse {
+    pub window: String,
+    pub keywords: Vec<Trend>,
+}
+
+/// 실시간 인기 검색어: the most searched normalized keywords in the window,
+/// each client counted once per keyword per window. First pages only:
+/// scrolling through one search is not searching again.
+#[utoipa::path(get, path = "/api/search/trending", tag = "search", params(TrendingParams), responses((status = 200, body = TrendingResponse), (status = 400, description = "bad window or limit", body = ErrorBody), (status = 503, description = "redis configured but not answering", body = ErrorBody)))]
+async fn trending_handler(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<TrendingParams>,
+) -> Result<Json<TrendingResponse>> {
+    let window = params.window.unwrap_or_else(|| "1h".to_owned());
+    let limit = params.limit.unwrap_or(10);
+    if !(1..=100).contains(&limit) {
+        return Err(bad("invalid_limit", "limit must be between 1 and 100"));
+    }
+    let keywords = state.trending.top(&window, limit).await?;
+    Ok(Json(TrendingResponse { window, keywords }))
 }
 
 static SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");

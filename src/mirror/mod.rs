@@ -33,7 +33,8 @@ impl Progress {
         self.failing.load(Ordering::Acquire)
     }
 
-    pub(crate) fn committed(&self, seq: i64) {
+    /// Records that every change up to `seq` is visible to searches.
+    pub fn committed(&self, seq: i64) {
         self.applied_seq.store(seq, Ordering::Release);
         self.last_commit_ms
             .store(crate::db::now_ms(), Ordering::Release);

@@ -1,7 +1,18 @@
-//! The search cache: what is served from it, how fresh, and without Redis.
+//! The search cache: what is served from it, how fresh, and without Redis;
+//! admission, the Redis breaker, the cross-replica recompute lock, and
+//! trending keywords.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chaja::cache::trending::{Trend, Trending};
+use chaja::cache::{Answer, CacheSettings, RedisTier, SearchCache};
+use chaja::mirror::Progress;
+use serde_json::Value;
 
 use crate::both_stores;
-use crate::helpers::{redis_url, spawn_app_with, Store};
+use crate::helpers::{redis_url, spawn_app_with, Store, TestApp};
 
 both_stores!(
     answers_are_cached_until_the_index_moves,
@@ -69,6 +80,13 @@ async fn redis_keeps_answers_across_a_restart(store: Store) {
     app.wait_indexed().await;
     let before = app.search("공유", "").await;
     assert_eq!(before["cache"]["hit"], false);
+    // Asked for twice, so hot: written to Redis (off the request path).
+    assert_eq!(app.search("공유", "").await["cache"]["hit"], true);
+    let prefix = app.args.cache_prefix.clone();
+    wait_for("the answer in redis", || async {
+        redis_keys(&prefix, "search:v2:").await.len() == 1
+    })
+    .await;
     // A new process has an empty L1; the answer comes from Redis because the
     // index is still at the same outbox position.
     let app = app.restart().await;
@@ -95,4 +113,377 @@ async fn searches_answer_when_redis_is_unreachable(store: Store) {
     // L1 still works.
     assert_eq!(app.search("레디스", "").await["cache"]["hit"], true);
     app.finish().await;
+}
+
+async fn wait_for<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !condition().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Redis keys under `{prefix}:{kind}`, found with SCAN as chaja never uses KEYS.
+async fn redis_keys(prefix: &str, kind: &str) -> Vec<String> {
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut keys = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}:{kind}*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        keys.extend(batch);
+        if next == 0 {
+            return keys;
+        }
+        cursor = next;
+    }
+}
+
+/// A hot key survives a flood of one-off queries in L1, and none of the
+/// flood reaches Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_unique_queries_evicts_no_hot_key_and_stays_out_of_redis() {
+    let app = spawn_app_with(Store::Sqlite, |a| {
+        a.redis_url = Some(redis_url());
+        a.cache_l1_mb = 1;
+        a.cache_max_stale_ms = 600_000;
+    })
+    .await;
+    let user = app.create_user("u").await;
+    // Every k-number matches all ten rows: each flood answer weighs ~3 KB,
+    // so 1 MiB holds a few hundred of them.
+    let words: Vec<String> = (0..1000).map(|i| format!("k{i}")).collect();
+    for n in 0..10 {
+        let content = format!("인기 {n} {}", words.join(" "));
+        app.create_question(user, &format!("제목 {n}"), &content)
+            .await;
+    }
+    app.wait_indexed().await;
+    for _ in 0..20 {
+        app.search("인기", "").await;
+    }
+    let computed = app.state.cache.computations();
+    let flood = futures::stream::iter(words.iter().map(|w| app.search(w, "")));
+    let answers: Vec<Value> =
+        futures::StreamExt::collect(futures::StreamExt::buffer_unordered(flood, 8)).await;
+    assert!(answers.iter().all(|a| a["total"] == 10));
+    assert_eq!(app.state.cache.computations(), computed + 1000);
+
+    let hot = app.search("인기", "").await;
+    assert_eq!(hot["cache"]["hit"], true, "the hot key was evicted");
+    assert_eq!(app.state.cache.computations(), computed + 1000);
+    let prefix = app.args.cache_prefix.clone();
+    assert_eq!(redis_keys(&prefix, "search:v2:").await.len(), 1);
+    app.finish().await;
+}
+
+/// A private redis-server on a free port, stopped on drop.
+struct RedisServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl RedisServer {
+    fn start_on(port: u16) -> RedisServer {
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (see .ci/run)");
+        RedisServer { child, port }
+    }
+
+    fn start() -> RedisServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        RedisServer::start_on(port)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn redis_state(app: &TestApp) -> String {
+    let (_, body) = app.get("/readyz").await;
+    body["redis"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Redis dies in the middle of a search load: every search still answers
+/// 200, the breaker opens, and once Redis is back it closes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
+    let mut redis = RedisServer::start();
+    let url = redis.url();
+    let app = Arc::new(
+        spawn_app_with(Store::Sqlite, |a| {
+            a.redis_url = Some(url);
+            a.cache_max_stale_ms = 0;
+        })
+        .await,
+    );
+    let user = app.create_user("u").await;
+    let words: Vec<String> = (0..50).map(|i| format!("w{i}")).collect();
+    app.create_question(user, "부하", &words.join(" ")).await;
+    app.wait_indexed().await;
+    wait_for("redis up", || async { redis_state(&app).await == "closed" }).await;
+
+    // Four clients search without pause; a new query string each time, so
+    // every request asks Redis.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load: Vec<_> = (0..4)
+        .map(|c| {
+            let (app, stop) = (app.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut statuses = Vec::new();
+                let mut n = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    n += 1;
+                    let q = format!("w{} 부하", (n * 4 + c) % 50);
+                    let size = 1 + n % 50;
+                    let (status, _) = app.get(&format!("/api/search?q={q}&size={size}")).await;
+                    statuses.push(status.as_u16());
+                }
+                statuses
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    redis.stop();
+    wait_for("the breaker to open", || async {
+        redis_state(&app).await == "open"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let _redis = RedisServer::start_on(redis.port);
+    wait_for("the breaker to close", || async {
+        redis_state(&app).await == "closed"
+    })
+    .await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut statuses = Vec::new();
+    for task in load {
+        statuses.extend(task.await.unwrap());
+    }
+    assert!(statuses.len() > 100, "only {} searches ran", statuses.len());
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    Arc::into_inner(app).unwrap().finish().await;
+}
+
+fn answer(watermark: i64) -> Answer {
+    Answer {
+        total: 1,
+        hits: Vec::new(),
+        next_cursor: None,
+        watermark,
+        computed_at_ms: chaja::db::now_ms(),
+    }
+}
+
+/// Two replicas sharing Redis: when a hot key expires on both, one of them
+/// recomputes it and every other request, on either, gets the stale answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn across_replicas_one_recomputes_an_expired_key() {
+    let prefix = format!("chaja-test-{:016x}", rand::random::<u64>());
+    let settings = CacheSettings {
+        max_stale: Duration::ZERO,
+        grace: Duration::from_secs(60),
+        l1_bytes: 1 << 20,
+    };
+    let replica = || {
+        let progress = Arc::new(Progress::default());
+        let redis = RedisTier::new(&redis_url(), &prefix, Duration::from_millis(200)).unwrap();
+        (
+            SearchCache::new(Some(redis), settings, progress.clone()),
+            progress,
+        )
+    };
+    let (a, a_progress) = replica();
+    let (b, b_progress) = replica();
+    let get = |cache: SearchCache| async move {
+        let (answer, status) = cache
+            .get_or_compute("hot", |w| async move {
+                // Long enough that every request below arrives meanwhile.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                Ok(answer(w))
+            })
+            .await
+            .unwrap();
+        (answer.watermark, status)
+    };
+    // Warm: computed on a, hot, so in Redis; b finds it there.
+    get(a.clone()).await;
+    get(a.clone()).await;
+    wait_for("the answer in redis", || async {
+        redis_keys(&prefix, "search:v2:").await.len() == 1
+    })
+    .await;
+    assert!(get(b.clone()).await.1.hit);
+    assert_eq!((a.computations(), b.computations()), (1, 0));
+
+    // Both indexes move on: the cached answers are past max_stale.
+    a_progress.committed(7);
+    b_progress.committed(7);
+    let requests: Vec<_> = (0..100)
+        .flat_map(|_| [tokio::spawn(get(a.clone())), tokio::spawn(get(b.clone()))])
+        .collect();
+    let mut stale = 0;
+    for request in requests {
+        let (_, status) = request.await.unwrap();
+        stale += usize::from(status.stale);
+    }
+    assert_eq!(
+        a.computations() + b.computations(),
+        2,
+        "one recompute in all"
+    );
+    assert_eq!(stale, 199);
+    // Both now serve the new answer, from L1 or from Redis.
+    assert_eq!(get(a.clone()).await.0, 7);
+    assert_eq!(get(b.clone()).await.0, 7);
+    assert_eq!(a.computations() + b.computations(), 2);
+}
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+/// Trending counts per window with explicit times: in-process and in Redis.
+async fn trending_windows(trending: Trending) {
+    let now = chaja::db::now_ms();
+    let minute = 60_000;
+    trending.record_at("오래된 글", ip("10.0.0.1"), now - 120 * minute);
+    trending.record_at("한 시간 안", ip("10.0.0.1"), now - 30 * minute);
+    trending.record_at("방금", ip("10.0.0.1"), now - minute);
+    trending.record_at("방금", ip("10.0.0.2"), now - minute);
+    trending.flush().await;
+    let names = |top: Vec<Trend>| -> Vec<(String, u64)> {
+        top.into_iter().map(|t| (t.keyword, t.count)).collect()
+    };
+    let top = |w: &'static str| {
+        let trending = trending.clone();
+        async move { names(trending.top_at(w, 10, now).await.unwrap()) }
+    };
+    assert_eq!(top("10m").await, [("방금".to_owned(), 2)]);
+    assert_eq!(
+        top("1h").await,
+        [("방금".to_owned(), 2), ("한 시간 안".to_owned(), 1)]
+    );
+    assert_eq!(top("24h").await.len(), 3);
+    assert!(trending.top_at("2h", 10, now).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trending_windows_in_process() {
+    trending_windows(Trending::new(None, 2)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trending_windows_in_redis() {
+    let prefix = format!("chaja-test-{:016x}", rand::random::<u64>());
+    let redis = RedisTier::new(&redis_url(), &prefix, Duration::from_millis(200)).unwrap();
+    trending_windows(Trending::new(Some(redis), 2)).await;
+}
+
+/// Over HTTP, from several client addresses: ranks, once per client, first
+/// pages only, and no keyword shorter than two characters.
+async fn trending_over_http(redis: bool) {
+    let app = spawn_app_with(Store::Sqlite, |a| {
+        if redis {
+            a.redis_url = Some(redis_url());
+        }
+    })
+    .await;
+    let client = |addr: &str| {
+        reqwest::Client::builder()
+            .local_address(ip(addr))
+            .build()
+            .unwrap()
+    };
+    let (a, b, c) = (
+        client("127.0.0.2"),
+        client("127.0.0.3"),
+        client("127.0.0.4"),
+    );
+    let search = |client: &reqwest::Client, q: &str, extra: &str| {
+        let url = app.url(&format!("/api/search?q={q}{extra}"));
+        let request = client.get(url).send();
+        async move { assert_eq!(request.await.unwrap().status(), 200) }
+    };
+    for _ in 0..5 {
+        search(&a, "스프링", "").await;
+    }
+    search(&a, "도커", "").await;
+    search(&b, "스프링", "").await;
+    // Normalized: full width and upper case count as the same keyword.
+    search(&b, "ＤＯＣＫＥＲ", "").await;
+    search(&c, "docker", "").await;
+    search(&c, "도커", "").await;
+    search(&b, "도커", "").await;
+    search(&c, "자바", "").await;
+    // Later pages are the same search, not a new one.
+    search(&a, "자바", "&page=2").await;
+    search(&b, "자바", "&page=2").await;
+    // Too short to list.
+    for client in [&a, &b, &c] {
+        search(client, "a", "").await;
+    }
+    app.state.trending.flush().await;
+    let (status, body) = app.get("/api/search/trending?window=1h&limit=10").await;
+    assert_eq!(status, 200);
+    let expected = serde_json::json!([
+        {"keyword": "도커", "count": 3},
+        {"keyword": "스프링", "count": 2},
+        {"keyword": "docker", "count": 2},
+        {"keyword": "자바", "count": 1},
+    ]);
+    assert_eq!(body["keywords"], expected);
+    let (_, top1) = app.get("/api/search/trending?limit=1").await;
+    assert_eq!(
+        top1["keywords"],
+        serde_json::json!([{"keyword": "도커", "count": 3}])
+    );
+    for bad in ["window=2h", "limit=0", "limit=101", "window="] {
+        let (status, body) = app.get(&format!("/api/search/trending?{bad}")).await;
+        assert_eq!(status, 400, "{bad}");
+        assert!(body["error"]["code"].is_string());
+    }
+    app.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trending_over_http_in_process() {
+    trending_over_http(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trending_over_http_in_redis() {
+    trending_over_http(true).await;
 }

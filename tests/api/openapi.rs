@@ -9,6 +9,7 @@ use crate::helpers::{spawn_app, Store};
 /// Every route the router serves (besides the document itself).
 const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/search"),
+    ("get", "/api/search/trending"),
     ("post", "/api/users"),
     ("post", "/api/questions"),
     ("get", "/api/questions/{id}"),

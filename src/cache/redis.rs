@@ -1,0 +1,169 @@
+//! The Redis connection the cache tiers share, behind a short timeout and a
+//! circuit breaker.
+//!
+//! Redis is an accelerator, never a dependency of an answer: every call is
+//! bounded by a timeout and yields `None` on failure. After a few failures
+//! in a row the breaker opens and calls are skipped without touching the
+//! network, so a dead Redis costs nothing per request; after a back-off a
+//! call is let through as a probe, and one success closes the breaker.
+//! `failsafe` provides the state machine; the instrument below turns its
+//! transitions into one log line each and a gauge.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use failsafe::backoff::{self, Exponential};
+use failsafe::failure_policy::{consecutive_failures, ConsecutiveFailures};
+use failsafe::{Instrument, StateMachine};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use crate::error::{Error, Result};
+
+/// Consecutive failures that open the breaker.
+const FAILURES_TO_OPEN: u32 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakerState {
+    Closed,
+    Open,
+    HalfOpen,
+}
+
+impl BreakerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+        }
+    }
+
+    fn from_u8(v: u8) -> BreakerState {
+        match v {
+            1 => BreakerState::Open,
+            2 => BreakerState::HalfOpen,
+            _ => BreakerState::Closed,
+        }
+    }
+}
+
+/// Logs and measures the breaker's transitions.
+#[derive(Debug, Clone, Default)]
+struct Transitions(Arc<AtomicU8>);
+
+impl Transitions {
+    fn enter(&self, state: BreakerState) {
+        let previous = BreakerState::from_u8(self.0.swap(state as u8, Ordering::AcqRel));
+        if previous == state {
+            return;
+        }
+        metrics::gauge!("cache_redis_breaker_state").set(state as u8 as f64);
+        metrics::counter!("cache_redis_breaker_transitions_total", "to" => state.as_str())
+            .increment(1);
+        match state {
+            BreakerState::Open => {
+                tracing::warn!(
+                    from = previous.as_str(),
+                    "redis circuit open; serving from l1 and the index"
+                )
+            }
+            BreakerState::HalfOpen => tracing::info!("redis circuit half open; probing"),
+            BreakerState::Closed => tracing::info!("redis circuit closed; redis is back"),
+        }
+    }
+}
+
+impl Instrument for Transitions {
+    fn on_call_rejected(&self) {
+        metrics::counter!("cache_redis_skipped_total").increment(1);
+    }
+    fn on_open(&self) {
+        self.enter(BreakerState::Open);
+    }
+    fn on_half_open(&self) {
+        self.enter(BreakerState::HalfOpen);
+    }
+    fn on_closed(&self) {
+        self.enter(BreakerState::Closed);
+    }
+}
+
+type Breaker = StateMachine<ConsecutiveFailures<Exponential>, Transitions>;
+
+#[derive(Clone)]
+pub struct RedisTier {
+    conn: ConnectionManager,
+    /// `{prefix}:`; every key chaja writes starts with it.
+    pub prefix: Arc<str>,
+    timeout: Duration,
+    breaker: Breaker,
+    state: Transitions,
+}
+
+impl RedisTier {
+    /// Connects lazily: a Redis that is down at start only costs the tier.
+    pub fn new(url: &str, prefix: &str, timeout: Duration) -> Result<RedisTier> {
+        let invalid = |e: redis::RedisError| {
+            Error::bad_request("bad_redis_url", format!("REDIS_URL is invalid: {e}"))
+        };
+        let client = redis::Client::open(url).map_err(invalid)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(1);
+        let conn = ConnectionManager::new_lazy_with_config(client, config).map_err(invalid)?;
+        let state = Transitions::default();
+        let policy = consecutive_failures(
+            FAILURES_TO_OPEN,
+            backoff::exponential(Duration::from_secs(1), Duration::from_secs(10)),
+        );
+        let breaker = failsafe::Config::new()
+            .failure_policy(policy)
+            .instrument(state.clone())
+            .build();
+        Ok(RedisTier {
+            conn,
+            prefix: format!("{prefix}:").into(),
+            timeout,
+            breaker,
+            state,
+        })
+    }
+
+    pub fn breaker_state(&self) -> BreakerState {
+        BreakerState::from_u8(self.state.0.load(Ordering::Acquire))
+    }
+
+    /// Runs one command or script on a connection, bounded by the timeout;
+    /// `None` when the breaker is open or the call failed.
+    pub async fn call<T, F, Fut>(&self, command: F) -> Option<T>
+    where
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        if !self.breaker.is_call_permitted() {
+            return None;
+        }
+        match tokio::time::timeout(self.timeout, command(self.conn.clone())).await {
+            Ok(Ok(value)) => {
+                self.breaker.on_success();
+                Some(value)
+            }
+            Ok(Err(e)) => {
+                self.failed(&e.to_string());
+                None
+            }
+            Err(_) => {
+                self.failed("timed out");
+                None
+            }
+        }
+    }
+
+    fn failed(&self, error: &str) {
+        metrics::counter!("cache_redis_errors_total").increment(1);
+        tracing::debug!(error, "redis call failed");
+        self.breaker.on_error();
+    }
+}

@@ -1,0 +1,286 @@
+//! Trending keywords (실시간 인기 검색어): the most searched normalized
+//! keywords over a sliding window, each client counted once per keyword
+//! per window.
+//!
+//! Counts live in time buckets, a twelfth of the window wide, so a window
+//! is the sum of its last 13 buckets (its edge is rounded to a bucket).
+//! With Redis the buckets are sorted sets shared by every replica and a
+//! `SET NX PX window` key per (window, client, keyword) makes the once per
+//! client rule hold across replicas; without Redis the same structures live
+//! in this process. Recording is off the request path: searches push onto
+//! a bounded channel and a background task applies them, dropping events
+//! when it falls behind rather than slowing searches down.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::redis::RedisTier;
+use crate::db::now_ms;
+use crate::error::{Error, Result};
+
+/// The windows served, with their names in the API.
+pub const WINDOWS: [(&str, i64); 3] = [
+    ("10m", 10 * 60_000),
+    ("1h", 3_600_000),
+    ("24h", 24 * 3_600_000),
+];
+
+const BUCKETS_PER_WINDOW: i64 = 12;
+
+/// Distinct keywords kept per in-process bucket: a flood of unique queries
+/// cannot grow memory without bound.
+const LOCAL_BUCKET_CAP: usize = 20_000;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Trend {
+    pub keyword: String,
+    pub count: u64,
+}
+
+#[derive(Debug)]
+struct Event {
+    keyword: String,
+    client: IpAddr,
+    at_ms: i64,
+}
+
+#[derive(Clone)]
+pub struct Trending {
+    tx: mpsc::Sender<Event>,
+    store: Store,
+    min_chars: usize,
+}
+
+#[derive(Clone)]
+enum Store {
+    Local(Arc<Mutex<Local>>),
+    Redis(RedisTier),
+}
+
+impl Trending {
+    /// Keywords shorter than `min_chars` (spaces not counted) are never
+    /// counted, so never listed. Starts the background recorder, which
+    /// stops when the last handle is dropped.
+    pub fn new(redis: Option<RedisTier>, min_chars: usize) -> Trending {
+        let store = match redis {
+            Some(redis) => Store::Redis(redis),
+            None => Store::Local(Arc::default()),
+        };
+        let (tx, mut rx) = mpsc::channel::<Event>(10_000);
+        let recorder = store.clone();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                recorder.record(&event).await;
+            }
+        });
+        Trending {
+            tx,
+            store,
+            min_chars: min_chars.max(1),
+        }
+    }
+
+    /// Counts a search for `keyword` (already normalized) by `client`.
+    pub fn record(&self, keyword: &str, client: IpAddr) {
+        self.record_at(keyword, client, now_ms());
+    }
+
+    pub fn record_at(&self, keyword: &str, client: IpAddr, at_ms: i64) {
+        if keyword.chars().filter(|c| !c.is_whitespace()).count() < self.min_chars {
+            return;
+        }
+        let event = Event {
+            keyword: keyword.to_owned(),
+            client,
+            at_ms,
+        };
+        if self.tx.try_send(event).is_err() {
+            metrics::counter!("trending_dropped_total").increment(1);
+        }
+    }
+
+    /// Waits until every event recorded so far has been applied; for tests
+    /// and benchmarks that read right after writing.
+    pub async fn flush(&self) {
+        while self.tx.capacity() < self.tx.max_capacity() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The last event taken off the channel may still be applying.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    pub async fn top(&self, window: &str, limit: usize) -> Result<Vec<Trend>> {
+        self.top_at(window, limit, now_ms()).await
+    }
+
+    pub async fn top_at(&self, window: &str, limit: usize, now: i64) -> Result<Vec<Trend>> {
+        let (name, width) = WINDOWS
+            .iter()
+            .copied()
+            .find(|(name, _)| *name == window)
+            .ok_or_else(|| Error::bad_request("invalid_window", "window must be 10m, 1h or 24h"))?;
+        let bucket = width / BUCKETS_PER_WINDOW;
+        let buckets = (now - width) / bucket..=now / bucket;
+        match &self.store {
+            Store::Local(local) => {
+                let local = local.lock().expect("trending lock");
+                Ok(local.top(name, buckets, limit))
+            }
+            Store::Redis(redis) => {
+                let keys: Vec<String> = buckets
+                    .map(|b| format!("{}trend:{name}:{b}", redis.prefix))
+                    .collect();
+                let tmp = format!("{}trend:tmp:{:016x}", redis.prefix, rand::random::<u64>());
+                let top: Vec<(String, f64)> = redis
+                    .call(|mut conn| async move {
+                        TOP.key(tmp)
+                            .arg(keys.len())
+                            .arg(&keys)
+                            .arg(limit)
+                            .invoke_async(&mut conn)
+                            .await
+                    })
+                    .await
+                    .ok_or(Error::RedisUnavailable("trending"))?;
+                Ok(top
+                    .into_iter()
+                    .map(|(keyword, count)| Trend {
+                        keyword,
+                        count: count as u64,
+                    })
+                    .collect())
+            }
+        }
+    }
+}
+
+impl Store {
+    async fn record(&self, event: &Event) {
+        match self {
+            Store::Local(local) => local.lock().expect("trending lock").record(event),
+            Store::Redis(redis) => {
+                let client = client_hash(event.client, &event.keyword);
+                let mut script = RECORD.prepare_invoke();
+                script
+                    .arg(redis.prefix.as_ref())
+                    .arg(&event.keyword)
+                    .arg(&client)
+                    .arg(event.at_ms);
+                for (name, width) in WINDOWS {
+                    script.arg(name).arg(width).arg(width / BUCKETS_PER_WINDOW);
+                }
+                redis
+                    .call(|mut conn| async move { script.invoke_async::<()>(&mut conn).await })
+                    .await;
+            }
+        }
+    }
+}
+
+/// Clients are not stored, only a hash that tells two apart.
+fn client_hash(client: IpAddr, keyword: &str) -> String {
+    let hash = blake3::hash(format!("{client}\u{0}{keyword}").as_bytes());
+    hash.to_hex()[..24].to_owned()
+}
+
+/// For each window: count the keyword unless this client was counted for it
+/// within the window.
+static RECORD: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+    redis::Script::new(
+        r"
+local prefix, keyword, client, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+for i = 5, #ARGV, 3 do
+  local name, width, bucket = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  if redis.call('SET', prefix .. 'trend:seen:' .. name .. ':' .. client, '1', 'NX', 'PX', width) then
+    local key = prefix .. 'trend:' .. name .. ':' .. math.floor(now / bucket)
+    redis.call('ZINCRBY', key, 1, keyword)
+    redis.call('PEXPIRE', key, width + 2 * bucket)
+  end
+end
+",
+    )
+});
+
+/// Sums the window's buckets into a temporary set and reads its top.
+static TOP: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+    redis::Script::new(
+        r"
+local n = tonumber(ARGV[1])
+local keys = {}
+for i = 2, n + 1 do keys[#keys + 1] = ARGV[i] end
+local limit = tonumber(ARGV[n + 2])
+redis.call('ZUNIONSTORE', KEYS[1], n, unpack(keys))
+local top = redis.call('ZREVRANGE', KEYS[1], 0, limit - 1, 'WITHSCORES')
+redis.call('DEL', KEYS[1])
+return top
+",
+    )
+});
+
+/// The in-process store: the same buckets and once-per-client marks.
+#[derive(Default)]
+struct Local {
+    /// (window, bucket) → keyword → count.
+    buckets: HashMap<&'static str, BTreeMap<i64, HashMap<String, u64>>>,
+    /// (window, client hash) → when the mark expires.
+    seen: HashMap<(&'static str, String), i64>,
+    pruned_at: i64,
+}
+
+impl Local {
+    fn record(&mut self, event: &Event) {
+        let client = client_hash(event.client, &event.keyword);
+        let now = event.at_ms;
+        // Expired marks go once a second, not on every event.
+        if now - self.pruned_at > 1000 {
+            self.seen.retain(|_, expires| *expires > now);
+            self.pruned_at = now;
+        }
+        for (name, width) in WINDOWS {
+            let bucket = width / BUCKETS_PER_WINDOW;
+            let until = self.seen.entry((name, client.clone())).or_insert(i64::MIN);
+            if *until > now {
+                continue;
+            }
+            *until = now + width;
+            let series = self.buckets.entry(name).or_default();
+            let oldest = (now - width) / bucket - 1;
+            *series = series.split_off(&oldest);
+            let counts = series.entry(now / bucket).or_default();
+            if counts.len() < LOCAL_BUCKET_CAP || counts.contains_key(&event.keyword) {
+                *counts.entry(event.keyword.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    fn top(&self, name: &str, buckets: std::ops::RangeInclusive<i64>, limit: usize) -> Vec<Trend> {
+        let mut sums: HashMap<&str, u64> = HashMap::new();
+        if let Some(series) = self.buckets.get(name) {
+            for counts in series.range(buckets).map(|(_, c)| c) {
+                for (keyword, count) in counts {
+                    *sums.entry(keyword).or_default() += count;
+                }
+            }
+        }
+        let mut top: Vec<Trend> = sums
+            .into_iter()
+            .map(|(keyword, count)| Trend {
+                keyword: keyword.to_owned(),
+                count,
+            })
+            .collect();
+        // Ties in Redis's order: reverse lexicographic.
+        top.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| b.keyword.cmp(&a.keyword))
+        });
+        top.truncate(limit);
+        top
+    }
+}
