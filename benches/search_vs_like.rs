@@ -109,6 +109,7 @@ async fn main() {
             offset: 0,
             limit: 10,
             after: None,
+            morph: false,
         };
         // Warm-up runs touch the keyword's postings once; not recorded.
         for _ in 0..3 {

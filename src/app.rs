@@ -36,6 +36,7 @@ impl App {
             }
             Err(e) => return Err(e),
         }
+        crate::index::morph::init(&args.store.ko_dic);
         let dir = args.store.index_dir.clone();
         let index =
             tokio::task::spawn_blocking(move || SearchIndex::open_or_create(&dir)).await??;
@@ -75,6 +76,7 @@ impl App {
                 db,
                 cache,
                 trending,
+                suggester: Default::default(),
                 index,
                 mirror,
                 cursor_key: std::sync::Arc::new(blake3::derive_key(
@@ -103,10 +105,17 @@ impl App {
             }
             result
         });
+        let suggester = self.state.suggester.clone().run(
+            self.state.index.clone(),
+            self.state.trending.clone(),
+            shutdown.clone(),
+        );
+        let suggester = tokio::spawn(suggester);
         let served = http::serve(listener, self.state, &self.limits, shutdown.clone()).await;
         shutdown.cancel();
         // An indexer error was logged when it happened.
         let _ = indexer.await?;
+        suggester.await?;
         Ok(served?)
     }
 }

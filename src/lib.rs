@@ -15,7 +15,10 @@
 //!
 //! Between the request and the index sits [`cache`]: answers of hot
 //! queries, in-process and in Redis, tagged with the outbox position they
-//! were computed at.
+//! were computed at, and trending keywords. [`suggest`] completes what is
+//! being typed from an in-memory snapshot of title morphemes and searches;
+//! [`index::morph`] is the Korean morphology (lindera, mecab-ko-dic) behind
+//! relevance.
 //!
 //! Around them: [`config`] (every setting, one clap struct), [`error`] (the
 //! one error type and its JSON body), [`app`] (wiring and shutdown),
@@ -33,5 +36,6 @@ pub mod loadtest;
 pub mod mirror;
 pub mod model;
 pub mod seed;
+pub mod suggest;
 pub mod telemetry;
 pub mod text;

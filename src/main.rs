@@ -4,7 +4,7 @@ use anyhow::Context;
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
-use chaja::config::{Cli, Command};
+use chaja::config::{Cli, Command, DictCommand};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -24,6 +24,7 @@ async fn main() -> anyhow::Result<()> {
             app.run(listener, shutdown).await?;
         }
         Command::Reindex(store) => {
+            chaja::index::morph::init(&store.ko_dic);
             if let Some(dir) = store.sqlite_dir() {
                 std::fs::create_dir_all(dir)?;
             }
@@ -39,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
             );
         }
         Command::Verify(args) => {
+            chaja::index::morph::init(&args.store.ko_dic);
             let db = chaja::db::Db::connect_lazy(&args.store.database_url, args.store.pool_size())?;
             let index = chaja::index::SearchIndex::open_or_create(&args.store.index_dir)?;
             let report = chaja::mirror::verify::verify(&db, index.live()).await?;
@@ -67,6 +69,16 @@ async fn main() -> anyhow::Result<()> {
             let summary = chaja::loadtest::run(&args).await?;
             print!("{summary}");
             println!("reports in {}", args.report_dir.display());
+        }
+        Command::Dict(DictCommand::Build { from, out }) => {
+            let started = std::time::Instant::now();
+            chaja::index::morph::build_dictionary(&from, &out)
+                .with_context(|| format!("building the dictionary from {}", from.display()))?;
+            println!(
+                "built the korean dictionary in {} in {:.1} s",
+                out.display(),
+                started.elapsed().as_secs_f64()
+            );
         }
         Command::Seed(args) => {
             let report = chaja::seed::run(&args).await.context("seeding")?;

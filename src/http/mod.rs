@@ -8,6 +8,7 @@ pub mod ops;
 pub mod platform;
 pub mod prometheus;
 pub mod search;
+pub mod suggest;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use crate::cache::SearchCache;
 use crate::db::Db;
 use crate::index::SearchIndex;
 use crate::mirror::MirrorHandle;
+use crate::suggest::Suggester;
 
 pub use extract::{ApiJson, ApiPath, ApiQuery, ClientIp};
 
@@ -38,6 +40,7 @@ pub struct AppState {
     pub db: Db,
     pub cache: SearchCache,
     pub trending: Trending,
+    pub suggester: Suggester,
     pub index: SearchIndex,
     pub mirror: MirrorHandle,
     /// Signs search cursors, so a changed cursor is a 400.
@@ -66,6 +69,7 @@ pub struct ApiDoc;
 pub fn openapi() -> utoipa::openapi::OpenApi {
     OpenApiRouter::<AppState>::with_openapi(ApiDoc::openapi())
         .merge(search::router())
+        .merge(suggest::router())
         .merge(platform::router())
         .merge(health::router())
         .merge(admin::router())
@@ -126,6 +130,7 @@ pub fn router(state: AppState, limits: &Limits) -> Router {
     let guard = ops::Guard::new(limits.api_key.clone(), limits.rate_per_second);
     let (routes, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(search::router())
+        .merge(suggest::router())
         .merge(platform::router())
         .merge(health::router())
         .merge(admin::router())

@@ -46,6 +46,11 @@ pub struct SearchParams {
     pub page: Option<usize>,
     /// `next_cursor` of the previous answer.
     pub cursor: Option<String>,
+    /// `substring` (default): rows that contain the text, as LIKE. `morph`:
+    /// also rows that share its content morphemes (`클라우드를` finds
+    /// `클라우드에서`), exact matches first under `sort=relevance`.
+    #[serde(rename = "match")]
+    pub match_mode: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -142,6 +147,11 @@ pub fn to_request(
             ))
         }
     };
+    let morph = match params.match_mode.as_deref() {
+        None | Some("substring") => false,
+        Some("morph") => true,
+        Some(_) => return Err(bad("invalid_match", "match must be substring or morph")),
+    };
     let from = parse_time("from", params.from.as_deref())?;
     let to = parse_time("to", params.to.as_deref())?;
     if let (Some(from), Some(to)) = (from, to) {
@@ -178,6 +188,7 @@ pub fn to_request(
         offset: (page - 1) * size,
         limit: size,
         after: None,
+        morph,
     };
     if let Some(cursor) = &params.cursor {
         if page != 1 {
@@ -194,7 +205,16 @@ fn fingerprint(request: &Request) -> String {
     let f = &request.filter;
     let kind = f.kind.map_or("all", Kind::as_str);
     let sort = format!("{:?}", request.sort);
-    let text = serde_json::json!([keywords, kind, f.author_id, f.from, f.to, sort]).to_string();
+    let text = serde_json::json!([
+        keywords,
+        kind,
+        f.author_id,
+        f.from,
+        f.to,
+        sort,
+        request.morph
+    ])
+    .to_string();
     blake3::hash(text.as_bytes()).to_hex()[..16].to_owned()
 }
 

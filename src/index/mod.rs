@@ -6,6 +6,7 @@
 //! at any point leaves either the old or the new generation live, never a
 //! half-built one.
 
+pub mod morph;
 pub mod schema;
 pub mod search;
 pub mod tokenizer;
@@ -22,12 +23,14 @@ use tantivy::{
 };
 
 use crate::model::{Doc, Kind};
-use schema::{build_schema, Fields, BIGRAM, TRIGRAM, UNIGRAM};
+use schema::{build_schema, Fields, BIGRAM, MORPH, TRIGRAM, UNIGRAM};
 use tokenizer::GramTokenizer;
 
 pub type Result<T, E = tantivy::TantivyError> = std::result::Result<T, E>;
 
 const CURRENT: &str = "CURRENT";
+/// Names the analyzer a generation's morphological fields were built with.
+const ANALYZER_FILE: &str = "analyzer";
 
 /// One opened generation: the index, a reader, and the field handles.
 pub struct Generation {
@@ -42,6 +45,16 @@ impl Generation {
     fn open(root: &Path, id: u64) -> Result<Generation> {
         let path = generation_path(root, id);
         let index = Index::open(MmapDirectory::open(&path)?)?;
+        let built = std::fs::read_to_string(path.join(ANALYZER_FILE)).unwrap_or_default();
+        let now = morph::analyzer().name();
+        if built.trim() != now {
+            tracing::warn!(
+                generation = id,
+                built_with = built.trim(),
+                serving_with = now,
+                "index generation was built with another analyzer; run `chaja reindex` so that relevance matches it"
+            );
+        }
         Generation::from_index(id, path, index)
     }
 
@@ -53,6 +66,7 @@ impl Generation {
         index
             .tokenizers()
             .register(UNIGRAM, GramTokenizer::unigram());
+        index.tokenizers().register(MORPH, morph::MorphTokenizer);
         let fields = Fields::from_schema(&index.schema())?;
         // Reloaded by the writer right after each commit, so a write is
         // visible as soon as it is committed.
@@ -146,10 +160,12 @@ impl DocWriter {
             d.add_text(f.title, title);
             d.add_text(f.grams2, title);
             d.add_text(f.chars, title);
+            d.add_text(f.title_morph, title);
         }
         d.add_text(f.content, &doc.content);
         d.add_text(f.grams2, &doc.content);
         d.add_text(f.chars, &doc.content);
+        d.add_text(f.content_morph, &doc.content);
         self.writer.add_document(d)?;
         Ok(())
     }
@@ -287,6 +303,7 @@ pub fn create_generation(root: &Path, memory_budget: usize) -> Result<(Generatio
         .schema(build_schema())
         .settings(settings)
         .create_in_dir(&path)?;
+    std::fs::write(path.join(ANALYZER_FILE), morph::analyzer().name())?;
     let generation = Generation::from_index(id, path, index)?;
     let writer = generation.writer(memory_budget)?;
     Ok((generation, writer))

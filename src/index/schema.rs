@@ -9,6 +9,7 @@ use tantivy::schema::{
 pub const TRIGRAM: &str = "chaja_trigram";
 pub const BIGRAM: &str = "chaja_bigram";
 pub const UNIGRAM: &str = "chaja_unigram";
+pub const MORPH: &str = "chaja_morph";
 
 /// Field handles, resolved once per opened index.
 #[derive(Clone, Copy, Debug)]
@@ -33,6 +34,11 @@ pub struct Fields {
     /// Every character of title and content, doc ids only: the same for
     /// 1-character keywords.
     pub chars: Field,
+    /// Content morphemes of title and content (see `morph`), with
+    /// frequencies for BM25: what `sort=relevance` scores and `match=morph`
+    /// matches.
+    pub title_morph: Field,
+    pub content_morph: Field,
 }
 
 impl Fields {
@@ -47,6 +53,8 @@ impl Fields {
             content: schema.get_field("content")?,
             grams2: schema.get_field("grams2")?,
             chars: schema.get_field("chars")?,
+            title_morph: schema.get_field("title_morph")?,
+            content_morph: schema.get_field("content_morph")?,
         })
     }
 }
@@ -76,5 +84,12 @@ pub fn build_schema() -> Schema {
     };
     b.add_text_field("grams2", doc_ids_only(BIGRAM));
     b.add_text_field("chars", doc_ids_only(UNIGRAM));
+    let morphemes = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(MORPH)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    b.add_text_field("title_morph", morphemes.clone());
+    b.add_text_field("content_morph", morphemes);
     b.build()
 }

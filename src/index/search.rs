@@ -21,11 +21,13 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, EnableScoring, Occur, PhraseQuery, Query, TermQuery, Weight,
+    BooleanQuery, BoostQuery, ConstScoreQuery, EnableScoring, Occur, PhraseQuery, Query, TermQuery,
+    Weight,
 };
 use tantivy::schema::{Field, IndexRecordOption, Term, Value};
 use tantivy::{DocAddress, DocId, DocSet, Searcher, SegmentReader, TantivyDocument, TERMINATED};
 
+use super::morph;
 use super::schema::Fields;
 use super::tokenizer::trigram_cover;
 use super::{Generation, Result};
@@ -38,6 +40,27 @@ const SPLIT_DOCS: u32 = 32_768;
 /// Title matches weigh this much more than content matches in relevance.
 const TITLE_BOOST: f32 = 2.0;
 
+/// Added to the score of rows that contain the exact substring, under
+/// `match=morph`: more than any sum of BM25 scores of a short query, small
+/// enough that f32 keeps BM25's differences beside it.
+const EXACT_TIER: f32 = 10_000.0;
+
+/// The recency factor of `sort=relevance`: BM25 × (1 + 0.2 × 2^(−age/180 d)).
+/// A post from today weighs up to 20% more than an equally relevant one
+/// from years ago; relevance still decides between posts of any age.
+const RECENCY_WEIGHT: f32 = 0.2;
+const RECENCY_HALF_LIFE_DAYS: f32 = 180.0;
+
+fn with_recency(score: f32, created_at: i64, now: i64) -> f32 {
+    let (tier, bm25) = if score >= EXACT_TIER {
+        (EXACT_TIER, score - EXACT_TIER)
+    } else {
+        (0.0, score)
+    };
+    let age_days = (now - created_at).max(0) as f32 / 86_400_000.0;
+    tier + bm25 * (1.0 + RECENCY_WEIGHT * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS))
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Sort {
     /// `created_at DESC, id DESC`.
@@ -45,9 +68,11 @@ pub enum Sort {
     Recent,
     /// `created_at ASC, id ASC`.
     Oldest,
-    /// BM25 over the trigram fields (title boosted), then newest first.
-    /// 1- and 2-character keywords carry no frequencies (their fields keep
-    /// doc ids only), so they add nothing to the score.
+    /// BM25 over the morphological fields (title boosted) for the query's
+    /// content morphemes, times a recency factor, then newest first. With
+    /// `match=morph`, rows that contain the exact substring come before rows
+    /// that only share morphemes. A query with no content morpheme (`니다`)
+    /// falls back to BM25 over the trigram fields.
     Relevance,
 }
 
@@ -97,6 +122,9 @@ pub struct Request {
     pub limit: usize,
     /// Only hits ranked strictly below this, for cursor paging.
     pub after: Option<Rank>,
+    /// `match=morph`: also rows that contain every content morpheme of the
+    /// query, not only the exact substring.
+    pub morph: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -118,18 +146,43 @@ pub struct Response {
     pub hits: Vec<Hit>,
 }
 
-/// The query that matches exactly the rows containing every keyword.
-pub fn build_query(
-    fields: &Fields,
-    keywords: &[Keyword],
-    filter: &Filter,
-    scoring: bool,
-) -> Box<dyn Query> {
-    let mut must: Vec<(Occur, Box<dyn Query>)> = keywords
+/// The query of a request: the substring set (or, with `match=morph`, the
+/// substring set plus morpheme matches), scored for relevance when asked.
+pub fn build_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn Query> {
+    let mut morphemes: Vec<String> = request
+        .keywords
         .iter()
-        .map(|k| (Occur::Must, keyword_query(fields, k, scoring)))
+        .flat_map(|k| morph::analyzer().morphemes(k.as_str()))
         .collect();
-    if let Some(author) = filter.author_id {
+    morphemes.sort_unstable();
+    morphemes.dedup();
+    let keywords = &request.keywords;
+    let text: Box<dyn Query> = if morphemes.is_empty() {
+        substring_query(fields, keywords, scoring)
+    } else if request.morph {
+        let exact = substring_query(fields, keywords, false);
+        Box::new(BooleanQuery::new(vec![
+            (
+                Occur::Should,
+                Box::new(ConstScoreQuery::new(exact, EXACT_TIER)),
+            ),
+            (Occur::Should, morph_query(fields, &morphemes, Occur::Must)),
+        ]))
+    } else if scoring {
+        // The set is the substring set; morphemes only score it.
+        let exact = substring_query(fields, keywords, false);
+        Box::new(BooleanQuery::new(vec![
+            (Occur::Must, Box::new(BoostQuery::new(exact, 0.0))),
+            (
+                Occur::Should,
+                morph_query(fields, &morphemes, Occur::Should),
+            ),
+        ]))
+    } else {
+        substring_query(fields, keywords, false)
+    };
+    let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text)];
+    if let Some(author) = request.filter.author_id {
         let term = Term::from_field_u64(fields.author_id, author as u64);
         let query: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::Basic));
         // Must, but without adding to the score.
@@ -139,6 +192,39 @@ pub fn build_query(
         return must.pop().expect("one clause").1;
     }
     Box::new(BooleanQuery::new(must))
+}
+
+/// The rows whose normalized title or content contains every keyword.
+fn substring_query(fields: &Fields, keywords: &[Keyword], scoring: bool) -> Box<dyn Query> {
+    let mut must: Vec<(Occur, Box<dyn Query>)> = keywords
+        .iter()
+        .map(|k| (Occur::Must, keyword_query(fields, k, scoring)))
+        .collect();
+    if must.len() == 1 {
+        return must.pop().expect("one clause").1;
+    }
+    Box::new(BooleanQuery::new(must))
+}
+
+/// Each morpheme in the title (boosted) or the content; `occur` says whether
+/// every morpheme must be there or each only adds to the score.
+fn morph_query(fields: &Fields, morphemes: &[String], occur: Occur) -> Box<dyn Query> {
+    let clauses = morphemes
+        .iter()
+        .map(|m| {
+            let in_title = term_query(fields.title_morph, m, IndexRecordOption::WithFreqs);
+            let in_content = term_query(fields.content_morph, m, IndexRecordOption::WithFreqs);
+            let either: Box<dyn Query> = Box::new(BooleanQuery::new(vec![
+                (
+                    Occur::Should,
+                    Box::new(BoostQuery::new(in_title, TITLE_BOOST)),
+                ),
+                (Occur::Should, in_content),
+            ]));
+            (occur, either)
+        })
+        .collect();
+    Box::new(BooleanQuery::new(clauses))
 }
 
 fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -> Box<dyn Query> {
@@ -181,6 +267,9 @@ fn title_or_content(fields: &Fields, query: impl Fn(Field) -> Box<dyn Query>) ->
 
 /// The one term a query is, when it is one: its total is a document count.
 fn single_term(fields: &Fields, request: &Request) -> Option<Term> {
+    if request.morph {
+        return None;
+    }
     match (request.keywords.as_slice(), request.filter.author_id) {
         ([keyword], None) => match keyword.char_len() {
             1 => Some(Term::from_field_text(fields.chars, keyword.as_str())),
@@ -214,7 +303,8 @@ pub fn search_split(
     let searcher = generation.reader.searcher();
     let fields = &generation.fields;
     let scoring = request.sort == Sort::Relevance;
-    let query = build_query(fields, &request.keywords, &request.filter, scoring);
+    let query = build_query(fields, request, scoring);
+    let now = crate::db::now_ms();
     let enable = if scoring {
         EnableScoring::enabled_from_searcher(&searcher)
     } else {
@@ -250,6 +340,7 @@ pub fn search_split(
                 range.clone(),
                 *known_total,
                 request,
+                now,
             )
         })
         .collect::<Result<Vec<Partial>>>()?;
@@ -280,6 +371,7 @@ fn scan(
     range: Range<DocId>,
     known_total: Option<u64>,
     request: &Request,
+    now: i64,
 ) -> Result<Partial> {
     let k = request.offset + request.limit;
     let mut scorer = weight.scorer(segment, 1.0)?;
@@ -333,7 +425,7 @@ fn scan(
         if filter.accepts(created_at, doc_uid) {
             total += 1;
             let score = if request.sort == Sort::Relevance {
-                scorer.score()
+                with_recency(scorer.score(), created_at, now)
             } else {
                 0.0
             };

@@ -36,6 +36,14 @@ macro_rules! both_stores {
 }
 
 /// The Redis server for tests; CI starts it.
+/// The dictionary `.ci/run` builds; the morphology tests need it.
+pub fn ko_dic() -> std::path::PathBuf {
+    std::env::var_os("CHAJA_KO_DIC").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/ko-dic"),
+        std::path::PathBuf::from,
+    )
+}
+
 pub fn redis_url() -> String {
     std::env::var("CHAJA_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
 }
@@ -96,6 +104,7 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
             database_url: url,
             index_dir: dir.path().join("index"),
             db_pool: Some(4),
+            ko_dic: ko_dic(),
             writer_memory_mb: 32,
         },
         bind: "127.0.0.1:0".parse().unwrap(),

@@ -4,6 +4,7 @@
 mod cache;
 mod faults;
 mod helpers;
+mod korean;
 mod loadtest;
 mod mirror;
 mod openapi;

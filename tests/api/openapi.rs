@@ -10,6 +10,7 @@ use crate::helpers::{spawn_app, Store};
 const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/search"),
     ("get", "/api/search/trending"),
+    ("get", "/api/suggest"),
     ("post", "/api/users"),
     ("post", "/api/questions"),
     ("get", "/api/questions/{id}"),
@@ -83,7 +84,7 @@ async fn every_route_is_documented_and_answers_as_documented() {
             question
         };
         let mut url = path.replace("{id}", &id.to_string());
-        if path == "/api/search" {
+        if path == "/api/search" || path == "/api/suggest" {
             url.push_str("?q=%EB%AC%B8%EC%84%9C");
         }
         let body = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]

@@ -171,6 +171,7 @@ proptest! {
                     offset: 0,
                     limit: size,
                     after,
+                    morph: false,
                 };
                 let response = search_split(&generation, &request, split).unwrap();
                 prop_assert_eq!(response.total, expected.len() as u64, "total for {:?}", q);

@@ -1,0 +1,61 @@
+//! `GET /api/suggest`: completions while typing. Reads an in-memory
+//! snapshot only (see `crate::suggest`).
+
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{ApiQuery, AppState};
+use crate::error::{Error, ErrorBody, Result};
+use crate::suggest::Suggestion;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(suggest_handler))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SuggestParams {
+    /// What has been typed so far: a prefix, 초성 (`ㅋㄹㅇㄷ`), a half-typed
+    /// syllable (`클라ㅇ`) or Hangul typed on a Latin layout (`zmffkdnem`).
+    pub q: String,
+    /// 1 to 50; default 10.
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SuggestResponse {
+    pub suggestions: Vec<Suggestion>,
+}
+
+/// Completions from question titles and popular searches, most popular first.
+#[utoipa::path(get, path = "/api/suggest", tag = "search", params(SuggestParams), responses((status = 200, body = SuggestResponse), (status = 400, description = "empty or too long q, bad limit", body = ErrorBody)))]
+async fn suggest_handler(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<SuggestParams>,
+) -> Result<Json<SuggestResponse>> {
+    let limit = params.limit.unwrap_or(10);
+    if !(1..=50).contains(&limit) {
+        return Err(Error::bad_request(
+            "invalid_limit",
+            "limit must be between 1 and 50",
+        ));
+    }
+    let q = params.q.trim();
+    if q.is_empty() {
+        return Err(Error::bad_request("empty_query", "q must not be empty"));
+    }
+    let max = state.input.max_query_chars;
+    if q.chars().count() > max {
+        return Err(Error::bad_request(
+            "query_too_long",
+            format!("q must be at most {max} characters"),
+        ));
+    }
+    let suggestions = state.suggester.suggest(q, limit);
+    Ok(Json(SuggestResponse { suggestions }))
+}

