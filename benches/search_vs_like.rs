@@ -9,6 +9,9 @@
 //!   id DESC LIMIT 10` plus `COUNT(*)`, on questions and on reviews, timed once
 //!   per keyword straight against MySQL/MariaDB.
 //!
+//! Keywords: one per class of the manifest `chaja seed` wrote
+//! (`CHAJA_BENCH_MANIFEST`), or a fixed list whose shares are measured.
+//!
 //! Run: `CHAJA_BENCH_DATABASE_URL=mysql://root@127.0.0.1:3306/chaja_bench \
 //!       cargo bench --bench search_vs_like` on a database filled by `chaja seed`.
 
@@ -18,6 +21,7 @@ use chaja::db::Db;
 use chaja::index::search::{search, Filter, Request, Sort};
 use chaja::index::SearchIndex;
 use chaja::mirror::reindex::reindex;
+use chaja::seed::Manifest;
 use chaja::text::parse_query;
 
 /// Keyword classes; the share of matching rows is measured, not assumed.
@@ -49,6 +53,9 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
+    // The index is built (or was, by `chaja reindex`) with the dictionary.
+    let ko_dic = std::env::var("CHAJA_KO_DIC").unwrap_or_else(|_| "data/ko-dic".to_owned());
+    chaja::index::morph::init(std::path::Path::new(&ko_dic));
     let db = Db::connect_lazy(&url, 2).expect("database url");
     db.migrate().await.expect("database reachable and migrated");
     // CHAJA_BENCH_INDEX keeps the built index for another run with
@@ -100,8 +107,31 @@ async fn main() {
     println!("|---|---|---|---|---|---|---|---|---|");
     // chaja first, for every keyword, then the slow baseline: the chaja
     // figures are taken while nothing else runs.
+    // With CHAJA_BENCH_MANIFEST (written by `chaja seed`), one keyword per
+    // class of the manifest, plus the multi-word and phrase queries.
+    let keywords: Vec<(String, String)> = match std::env::var_os("CHAJA_BENCH_MANIFEST") {
+        Some(path) => {
+            let bytes = std::fs::read(path).expect("manifest readable");
+            let manifest: Manifest = serde_json::from_slice(&bytes).expect("manifest parses");
+            manifest
+                .representatives()
+                .into_iter()
+                .map(|(class, word)| (class, word.keyword))
+                .chain(
+                    KEYWORDS
+                        .iter()
+                        .filter(|(class, _)| *class == "multi-word" || *class == "phrase")
+                        .map(|(c, q)| (c.to_string(), q.to_string())),
+                )
+                .collect()
+        }
+        None => KEYWORDS
+            .iter()
+            .map(|(c, q)| (c.to_string(), q.to_string()))
+            .collect(),
+    };
     let mut measured = Vec::new();
-    for (class, q) in KEYWORDS {
+    for (class, q) in &keywords {
         let request = Request {
             keywords: parse_query(q),
             filter: Filter::default(),

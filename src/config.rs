@@ -75,6 +75,16 @@ pub struct LoadtestArgs {
     #[arg(long, default_value = "search")]
     pub scenario: String,
 
+    /// Search only this keyword (a hot-key test) instead of the calibrated
+    /// mix.
+    #[arg(long)]
+    pub keyword: Option<String>,
+
+    /// The keyword manifest `chaja seed` wrote; without it keywords are
+    /// calibrated against the server.
+    #[arg(long)]
+    pub manifest: Option<std::path::PathBuf>,
+
     /// Virtual users.
     #[arg(long, default_value_t = 10)]
     pub users: usize,
@@ -328,4 +338,9 @@ pub struct SeedArgs {
     /// `docs.jsonl.gz`); without it a built-in generator writes the text.
     #[arg(long)]
     pub corpus: Option<PathBuf>,
+
+    /// Where the keyword manifest goes: keywords by length and frequency
+    /// class with their exact row counts, for `loadtest` and the benchmarks.
+    #[arg(long, default_value = "seed-manifest.json")]
+    pub manifest: PathBuf,
 }

@@ -8,9 +8,10 @@
 //! - `mixed`: 90% searches, 10% writes whose row is then polled for until it
 //!   is searchable, which measures write-to-searchable lag.
 //!
-//! Keyword classes are calibrated against the running server before the
-//! test: each candidate's exact total divided by the indexed row count puts
-//! it in a class, so the mix is right for whatever data the server holds.
+//! Keywords come from the manifest `chaja seed` wrote (`--manifest`), or are
+//! calibrated against the running server before the test: each candidate's
+//! exact total divided by the indexed row count puts it in a class, so the
+//! mix is right for whatever data the server holds.
 //!
 //! goose runs the users and writes its HTML report (TPS and latency over
 //! time) and JSON metrics; this module adds an nGrinder-style summary (TPS,
@@ -112,6 +113,8 @@ const CANDIDATES: &[&str] = &[
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Mix {
+    /// `--keyword`: every search is this one (a hot-key test).
+    pub hot: Option<String>,
     /// In at most 3% of rows.
     pub rare: Vec<String>,
     /// In 3% to 50% of rows.
@@ -121,7 +124,27 @@ pub struct Mix {
 }
 
 impl Mix {
+    /// The manifest's classes: ≤ 1% (and single rows) are rare, ~10% common,
+    /// > 80% frequent.
+    pub fn from_manifest(manifest: &crate::seed::Manifest) -> Mix {
+        let mut mix = Mix::default();
+        for (class, words) in &manifest.classes {
+            let target = if class.ends_with(">80%") {
+                &mut mix.frequent
+            } else if class.ends_with("~10%") {
+                &mut mix.common
+            } else {
+                &mut mix.rare
+            };
+            target.extend(words.iter().map(|w| w.keyword.clone()));
+        }
+        mix
+    }
+
     fn pick(&self, rng: &mut impl Rng) -> (&'static str, String) {
+        if let Some(hot) = &self.hot {
+            return ("search: hot", hot.clone());
+        }
         let roll = rng.random_range(0..100);
         let classes = [
             ("search: rare", &self.rare, 70),
@@ -505,7 +528,15 @@ pub async fn run(args: &LoadtestArgs) -> anyhow::Result<Summary> {
         "run-time must be between 1 and 3600 seconds"
     );
     let host = args.host.trim_end_matches('/').to_owned();
-    let mix = Arc::new(calibrate(&host).await?);
+    let mix = match (&args.keyword, &args.manifest) {
+        (Some(keyword), _) => Mix {
+            hot: Some(keyword.clone()),
+            ..Mix::default()
+        },
+        (None, Some(path)) => Mix::from_manifest(&serde_json::from_slice(&std::fs::read(path)?)?),
+        (None, None) => calibrate(&host).await?,
+    };
+    let mix = Arc::new(mix);
     std::fs::create_dir_all(&args.report_dir)?;
     let report =
         |name: &str| -> String { args.report_dir.join(name).to_string_lossy().into_owned() };

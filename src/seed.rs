@@ -1,24 +1,46 @@
 //! `chaja seed`: realistic questions and reviews, written straight into the
 //! tables (so the outbox triggers, or `reindex`, must pick them up).
 //!
-//! The same `--seed` gives the same text every time. Text comes from real
-//! sentences with `--corpus`, or from a small built-in generator of Korean
-//! developer Q&A prose that copies no corpus text. Rare tokens (error codes,
-//! versions, identifiers) are mixed in so that rare keywords exist at scale.
+//! Deterministic per row: question `i` (its text, author, time, reviews and
+//! likes) comes from a random generator seeded by `--seed` and `i` alone, so
+//! the same seed gives the same rows and [`Generator::question`] regenerates
+//! any one of them. Text comes from real sentences with `--corpus`, or from a
+//! small built-in generator of Korean developer Q&A prose that copies no
+//! corpus text. Rare tokens (error codes, versions, identifiers) and one
+//! unique word per thousand questions are mixed in, so that rare and
+//! single-document keywords exist at any scale. Likes per question follow a
+//! Zipf law (most have none, a few have thousands).
+//!
+//! While it writes, seed counts in how many rows (title or content,
+//! normalized as searches are) each of a few hundred candidate keywords
+//! occurs, and writes the ones that fall in the benchmark classes to a
+//! keyword manifest (see [`Manifest`]) that the load test and benchmarks read.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
+use aho_corasick::AhoCorasick;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::config::SeedArgs;
 use crate::db::{now_ms, Db};
 use crate::error::{Error, Result};
+use crate::text::normalize;
 
 const BATCH: usize = 200;
 const THREE_YEARS_MS: i64 = 3 * 365 * 24 * 3600 * 1000;
+/// `created_at` of the first question (2023-11-14): fixed, so that a seed
+/// gives the same rows on any day. The last ones are three years later.
+const START_MS: i64 = 1_700_000_000_000;
+
+/// Questions whose text proposes the manifest's candidate keywords.
+const SAMPLE_QUESTIONS: u64 = 400;
 
 pub async fn run(args: &SeedArgs) -> Result<String> {
     if let Some(dir) = args.store.sqlite_dir() {
@@ -31,20 +53,143 @@ pub async fn run(args: &SeedArgs) -> Result<String> {
         None => TextSource::Builtin,
     };
     let n = seed(&db, args.rows, args.seed, &text, true).await?;
+    let manifest = serde_json::to_vec_pretty(&n.manifest).expect("manifest serializes");
+    std::fs::write(&args.manifest, manifest)?;
     Ok(format!(
-        "seeded {} questions and {} reviews ({} users)",
-        n.questions, n.reviews, n.users
+        "seeded {} questions, {} reviews, {} likes ({} users); keyword manifest in {}",
+        n.questions,
+        n.reviews,
+        n.likes,
+        n.users,
+        args.manifest.display()
     ))
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Seeded {
     pub users: u64,
     pub questions: u64,
     pub reviews: u64,
+    pub likes: u64,
+    pub manifest: Manifest,
 }
 
-/// Inserts `rows` questions, about two reviews each, and their authors.
+/// Keywords by class with their exact row counts: in how many questions and
+/// reviews (title or content, NFKC and lowercase) each occurs, which is
+/// what `LIKE '%kw%'` and chaja's `total` return.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub seed: u64,
+    /// Rows written by this seed run.
+    pub rows: u64,
+    /// `"2 chars ~10%"` → keywords, most typical first.
+    pub classes: BTreeMap<String, Vec<KeywordCount>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeywordCount {
+    pub keyword: String,
+    pub rows: u64,
+    pub share: f64,
+}
+
+impl Manifest {
+    /// The first keyword of every class, in class order.
+    pub fn representatives(&self) -> Vec<(String, KeywordCount)> {
+        self.classes
+            .iter()
+            .filter_map(|(class, words)| words.first().map(|w| (class.clone(), w.clone())))
+            .collect()
+    }
+}
+
+/// One question as generated, with its reviews and likes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratedQuestion {
+    pub author: i64,
+    pub title: String,
+    pub content: String,
+    pub created_at: i64,
+    pub reviews: Vec<GeneratedReview>,
+    /// Users who like it: `likes` consecutive users from `first_liker`.
+    pub likes: u64,
+    pub first_liker: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratedReview {
+    pub author: i64,
+    pub content: String,
+    pub created_at: i64,
+}
+
+/// What a seed run generates, row by row.
+pub struct Generator<'a> {
+    pub seed: u64,
+    pub rows: u64,
+    pub users: u64,
+    pub first_user: i64,
+    /// `created_at` of question 0.
+    pub start: i64,
+    pub text: &'a TextSource,
+}
+
+impl Generator<'_> {
+    fn step(&self) -> i64 {
+        (THREE_YEARS_MS / self.rows.max(1) as i64).max(1)
+    }
+
+    /// Question `index` of this run, from `seed` and `index` alone.
+    pub fn question(&self, index: u64) -> GeneratedQuestion {
+        let mut rng = StdRng::seed_from_u64(self.seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let step = self.step();
+        // Increasing with the index, jittered within the first half of the step.
+        let created_at = self.start + index as i64 * step + rng.random_range(0..step.max(2) / 2);
+        let user = |rng: &mut StdRng| self.first_user + rng.random_range(0..self.users) as i64;
+        let author = user(&mut rng);
+        let title = self.text.title(&mut rng);
+        let mut content = self.text.body(&mut rng);
+        if index % 1000 == 7 {
+            content.push(' ');
+            content.push_str(&unique_word(index));
+        }
+        let reviews = (0..rng.random_range(0..=4u32))
+            .map(|r| GeneratedReview {
+                author: user(&mut rng),
+                content: self.text.body(&mut rng),
+                created_at: created_at + 60_000 * i64::from(r + 1) + rng.random_range(0..60_000),
+            })
+            .collect();
+        // P(k likes) ∝ (k + 1)^-2.5: three in four questions have none.
+        let zipf = Zipf::new(self.users as f64, 2.5).expect("valid zipf");
+        let likes = (zipf.sample(&mut rng) as u64 - 1).min(self.users);
+        let first_liker = user(&mut rng);
+        GeneratedQuestion {
+            author,
+            title,
+            content,
+            created_at,
+            reviews,
+            likes,
+            first_liker,
+        }
+    }
+}
+
+/// A word that occurs in question `index` only: a rare syllable and four
+/// syllables spelling the index.
+pub fn unique_word(index: u64) -> String {
+    let mut word = String::from("뷁");
+    let mut n = index.wrapping_mul(2_654_435_761) % 11_172u64.pow(4);
+    for _ in 0..4 {
+        word.push(char::from_u32(0xAC00 + (n % 11_172) as u32).expect("hangul syllable"));
+        n /= 11_172;
+    }
+    word
+}
+
+/// Inserts `rows` questions, about two reviews each, their authors and their
+/// likes, and counts the manifest's keywords.
 pub async fn seed(
     db: &Db,
     rows: u64,
@@ -52,7 +197,6 @@ pub async fn seed(
     text: &TextSource,
     progress: bool,
 ) -> Result<Seeded> {
-    let mut rng = StdRng::seed_from_u64(seed);
     let users = (rows / 10).clamp(1, 100_000);
     let first_user = next_id(db, "users").await?;
     for chunk in (0..users).collect::<Vec<_>>().chunks(1000) {
@@ -67,6 +211,15 @@ pub async fn seed(
         }
         q.execute(&db.pool).await?;
     }
+    let generator = Generator {
+        seed,
+        rows,
+        users,
+        first_user,
+        start: START_MS,
+        text,
+    };
+    let mut counter = KeywordCounter::new(&generator);
 
     let bar = if progress {
         let bar = ProgressBar::new(rows);
@@ -78,8 +231,6 @@ pub async fn seed(
     } else {
         ProgressBar::hidden()
     };
-    let start = now_ms() - THREE_YEARS_MS;
-    let step = (THREE_YEARS_MS / rows.max(1) as i64).max(1);
     let mut question_id = next_id(db, "questions").await?;
     let mut review_id = next_id(db, "reviews").await?;
     let mut done = Seeded {
@@ -89,68 +240,280 @@ pub async fn seed(
     let mut i = 0u64;
     while i < rows {
         let count = BATCH.min((rows - i) as usize);
-        let mut questions = Vec::with_capacity(count);
-        let mut reviews = Vec::with_capacity(count * 2);
-        for j in 0..count {
-            let created =
-                start + (i + j as u64) as i64 * step + rng.random_range(0..step.max(2) / 2);
-            let author = first_user + rng.random_range(0..users) as i64;
-            questions.push((
-                question_id,
-                author,
-                text.title(&mut rng),
-                text.body(&mut rng),
-                created,
-            ));
-            for r in 0..rng.random_range(0..=4u32) {
-                let author = first_user + rng.random_range(0..users) as i64;
-                let at = created + 60_000 * i64::from(r + 1) + rng.random_range(0..60_000);
-                reviews.push((review_id, question_id, author, text.body(&mut rng), at));
-                review_id += 1;
-            }
-            question_id += 1;
-        }
+        let batch: Vec<GeneratedQuestion> = (i..i + count as u64)
+            .into_par_iter()
+            .map(|index| generator.question(index))
+            .collect();
+        counter.count(&batch);
         let mut tx = db.pool.begin().await?;
         let mut sql = String::from(
             "INSERT INTO questions (id, author_id, title, content, created_at, updated_at) VALUES ",
         );
-        sql.push_str(&vec!["(?, ?, ?, ?, ?, ?)"; questions.len()].join(", "));
+        sql.push_str(&vec!["(?, ?, ?, ?, ?, ?)"; batch.len()].join(", "));
         let mut q = sqlx::query(&sql);
-        for (id, author, title, body, at) in &questions {
+        for (k, question) in batch.iter().enumerate() {
             q = q
-                .bind(*id)
-                .bind(*author)
-                .bind(title.as_str())
-                .bind(body.as_str())
-                .bind(*at)
-                .bind(*at);
+                .bind(question_id + k as i64)
+                .bind(question.author)
+                .bind(question.title.as_str())
+                .bind(question.content.as_str())
+                .bind(question.created_at)
+                .bind(question.created_at);
         }
         q.execute(&mut *tx).await?;
+        let mut reviews = Vec::new();
+        let mut likes = Vec::new();
+        for (k, question) in batch.iter().enumerate() {
+            let qid = question_id + k as i64;
+            for review in &question.reviews {
+                reviews.push((review_id, qid, review));
+                review_id += 1;
+            }
+            if question.likes > 0 {
+                likes.push((qid, question));
+            }
+        }
         for chunk in reviews.chunks(BATCH) {
             let mut sql = String::from(
                 "INSERT INTO reviews (id, question_id, author_id, content, created_at, updated_at) VALUES ",
             );
             sql.push_str(&vec!["(?, ?, ?, ?, ?, ?)"; chunk.len()].join(", "));
             let mut q = sqlx::query(&sql);
-            for (id, qid, author, body, at) in chunk {
+            for (id, qid, review) in chunk {
                 q = q
                     .bind(*id)
                     .bind(*qid)
-                    .bind(*author)
-                    .bind(body.as_str())
-                    .bind(*at)
-                    .bind(*at);
+                    .bind(review.author)
+                    .bind(review.content.as_str())
+                    .bind(review.created_at)
+                    .bind(review.created_at);
             }
             q.execute(&mut *tx).await?;
         }
+        done.likes += insert_likes(&mut tx, &likes, &generator).await?;
         tx.commit().await?;
-        done.questions += questions.len() as u64;
+        done.questions += batch.len() as u64;
         done.reviews += reviews.len() as u64;
+        question_id += batch.len() as i64;
         i += count as u64;
         bar.inc(count as u64);
     }
     bar.finish_and_clear();
+    done.manifest = counter.manifest(seed, done.questions + done.reviews);
     Ok(done)
+}
+
+/// The like rows and like counts of a batch's liked questions.
+async fn insert_likes(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    liked: &[(i64, &GeneratedQuestion)],
+    generator: &Generator<'_>,
+) -> Result<u64> {
+    let mut rows: Vec<(i64, i64)> = Vec::new();
+    for (qid, question) in liked {
+        for k in 0..question.likes {
+            let offset = (question.first_liker - generator.first_user) as u64 + k;
+            rows.push((*qid, generator.first_user + (offset % generator.users) as i64));
+        }
+    }
+    for chunk in rows.chunks(1000) {
+        let mut sql = String::from("INSERT INTO question_likes (question_id, user_id) VALUES ");
+        sql.push_str(&vec!["(?, ?)"; chunk.len()].join(", "));
+        let mut q = sqlx::query(&sql);
+        for (qid, user) in chunk {
+            q = q.bind(*qid).bind(*user);
+        }
+        q.execute(&mut **tx).await?;
+    }
+    for chunk in liked.chunks(BATCH) {
+        let mut sql = String::from("INSERT INTO question_stats (question_id, like_count) VALUES ");
+        sql.push_str(&vec!["(?, ?)"; chunk.len()].join(", "));
+        let mut q = sqlx::query(&sql);
+        for (qid, question) in chunk {
+            q = q.bind(*qid).bind(question.likes as i64);
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(rows.len() as u64)
+}
+
+/// Counts, over every generated row, the rows each candidate keyword is in.
+struct KeywordCounter {
+    candidates: Vec<String>,
+    matcher: AhoCorasick,
+    rows: Vec<u64>,
+}
+
+/// Length classes of the manifest, and the share targets of its frequency
+/// classes with the band of exact shares each accepts.
+const FREQUENCIES: [(&str, f64, f64, f64); 4] = [
+    (">80%", 0.9, 0.8, 1.0),
+    ("~10%", 0.1, 0.05, 0.2),
+    ("~1%", 0.01, 0.005, 0.02),
+    ("~0.1%", 0.001, 0.0005, 0.002),
+];
+
+fn length_class(keyword: &str) -> &'static str {
+    if keyword.is_ascii() {
+        return "Latin/code";
+    }
+    match keyword.chars().count() {
+        1 => "1 char",
+        2 => "2 chars",
+        3 => "3 chars",
+        _ => "4+ chars",
+    }
+}
+
+/// Keeps a candidate: Hangul syllables only, or an ASCII token of at least
+/// three characters with a letter, starting and ending with a letter or
+/// digit (no spaces or quotes, which a query would split or phrase).
+fn plausible(word: &str) -> bool {
+    let hangul = |c: char| ('\u{AC00}'..='\u{D7A3}').contains(&c);
+    if word.chars().all(hangul) {
+        return true;
+    }
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    word.len() >= 3
+        && word.chars().all(|c| c.is_ascii_graphic() && c != '"')
+        && word.chars().any(|c| c.is_ascii_alphabetic())
+        && edge(word.chars().next())
+        && edge(word.chars().last())
+}
+
+impl KeywordCounter {
+    /// Proposes candidates from the substrings of the first questions'
+    /// rows: for each length class, those whose share there is nearest each
+    /// target; plus the unique words of the first questions.
+    fn new(generator: &Generator<'_>) -> KeywordCounter {
+        let sample: Vec<String> = (0..SAMPLE_QUESTIONS.min(generator.rows))
+            .into_par_iter()
+            .flat_map_iter(|i| {
+                let q = generator.question(i);
+                let mut texts = vec![normalize(&format!("{}\n{}", q.title, q.content))];
+                texts.extend(q.reviews.iter().map(|r| normalize(&r.content)));
+                texts
+            })
+            .collect();
+        let mut in_rows: HashMap<&str, u32> = HashMap::new();
+        for text in &sample {
+            let bounds: Vec<usize> = text
+                .char_indices()
+                .map(|(b, _)| b)
+                .chain([text.len()])
+                .collect();
+            let mut seen: HashSet<&str> = HashSet::new();
+            for s in 0..bounds.len() - 1 {
+                for len in 1..=6 {
+                    let Some(&end) = bounds.get(s + len) else { break };
+                    let word = &text[bounds[s]..end];
+                    if plausible(word) {
+                        seen.insert(word);
+                    }
+                }
+            }
+            for word in seen {
+                *in_rows.entry(word).or_default() += 1;
+            }
+        }
+        let n = sample.len().max(1) as f64;
+        let mut by_class: BTreeMap<&str, Vec<(&str, f64)>> = BTreeMap::new();
+        for (word, rows) in &in_rows {
+            by_class
+                .entry(length_class(word))
+                .or_default()
+                .push((word, f64::from(*rows) / n));
+        }
+        let mut candidates: Vec<String> = Vec::new();
+        for words in by_class.values_mut() {
+            for (_, target, _, _) in FREQUENCIES {
+                // Nearest in log share, ties by text: deterministic.
+                words.sort_by(|a, b| {
+                    let d = |s: f64| (s.ln() - f64::ln(target)).abs();
+                    d(a.1).total_cmp(&d(b.1)).then_with(|| a.0.cmp(b.0))
+                });
+                candidates.extend(words.iter().take(12).map(|(w, _)| (*w).to_owned()));
+            }
+        }
+        candidates.extend(
+            (0..generator.rows)
+                .filter(|i| i % 1000 == 7)
+                .take(5)
+                .map(unique_word),
+        );
+        candidates.sort_unstable();
+        candidates.dedup();
+        let matcher = AhoCorasick::new(&candidates).expect("keyword automaton builds");
+        KeywordCounter {
+            rows: vec![0; candidates.len()],
+            candidates,
+            matcher,
+        }
+    }
+
+    fn count(&mut self, batch: &[GeneratedQuestion]) {
+        let found: Vec<Vec<usize>> = batch
+            .par_iter()
+            .flat_map_iter(|q| {
+                let mut rows = vec![format!("{}\n{}", q.title, q.content)];
+                rows.extend(q.reviews.iter().map(|r| r.content.clone()));
+                rows
+            })
+            .map(|row| {
+                let text = normalize(&row);
+                let mut ids: Vec<usize> = self
+                    .matcher
+                    .find_overlapping_iter(&text)
+                    .map(|m| m.pattern().as_usize())
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                ids
+            })
+            .collect();
+        for ids in found {
+            for id in ids {
+                self.rows[id] += 1;
+            }
+        }
+    }
+
+    fn manifest(&self, seed: u64, rows: u64) -> Manifest {
+        let total = rows.max(1) as f64;
+        let mut classes: BTreeMap<String, Vec<KeywordCount>> = BTreeMap::new();
+        for (keyword, &count) in self.candidates.iter().zip(&self.rows) {
+            let share = count as f64 / total;
+            let length = length_class(keyword);
+            let frequency = if count == 1 {
+                Some(("1 row", 0.0))
+            } else {
+                FREQUENCIES
+                    .iter()
+                    .find(|(_, _, low, high)| (*low..=*high).contains(&share))
+                    .map(|(name, target, _, _)| (*name, *target))
+            };
+            if let Some((name, target)) = frequency {
+                let class = format!("{length} {name}");
+                let entry = KeywordCount {
+                    keyword: keyword.clone(),
+                    rows: count,
+                    share,
+                };
+                classes.entry(class).or_default().push(entry);
+                let list = classes.get_mut(&format!("{length} {name}")).expect("inserted");
+                list.sort_by(|a, b| {
+                    let d = |s: f64| if target == 0.0 { 0.0 } else { (s.ln() - target.ln()).abs() };
+                    d(a.share).total_cmp(&d(b.share)).then_with(|| a.keyword.cmp(&b.keyword))
+                });
+                list.truncate(5);
+            }
+        }
+        Manifest {
+            seed,
+            rows,
+            classes,
+        }
+    }
 }
 
 async fn next_id(db: &Db, table: &str) -> Result<i64> {

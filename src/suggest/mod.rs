@@ -110,6 +110,15 @@ pub struct Suggester {
 }
 
 impl Suggester {
+    /// Candidates in the current snapshot.
+    pub fn len(&self) -> usize {
+        self.current.read().expect("suggest lock").entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn suggest(&self, query: &str, limit: usize) -> Vec<Suggestion> {
         let candidates = self.current.read().expect("suggest lock").clone();
         candidates.lookup(query, limit)

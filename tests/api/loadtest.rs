@@ -9,35 +9,50 @@ use crate::helpers::{spawn_app, Store};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_scenario_runs_and_reports() {
     let app = spawn_app(Store::Sqlite).await;
-    seed(app.db(), 200, 3, &TextSource::Builtin, false)
+    let seeded = seed(app.db(), 200, 3, &TextSource::Builtin, false)
         .await
         .unwrap();
     app.wait_indexed().await;
     let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("manifest.json");
+    std::fs::write(&manifest, serde_json::to_vec(&seeded.manifest).unwrap()).unwrap();
     // One load test at a time per process: they share goose's globals.
-    for scenario in ["search", "flow", "mixed"] {
+    for run in ["search", "flow", "mixed", "hot", "manifest"] {
+        // `hot` is the search scenario on one keyword, `manifest` on the
+        // keywords of the seed's manifest.
+        let (scenario, keyword, from_manifest) = match run {
+            "hot" => ("search", Some("합니다".to_owned()), None),
+            "manifest" => ("search", None, Some(manifest.clone())),
+            other => (other, None, None),
+        };
         let args = LoadtestArgs {
             host: format!("http://{}", app.addr),
             scenario: scenario.to_owned(),
+            keyword,
+            manifest: from_manifest,
             users: 4,
             hatch_rate: 4,
             run_time: 3,
             iterations: 0,
-            report_dir: dir.path().join(scenario),
+            report_dir: dir.path().join(run),
         };
         let summary = chaja::loadtest::run(&args).await.unwrap();
         assert_eq!(summary.errors, 0, "{scenario}: {summary}");
         assert!(summary.executed > 0, "{scenario}: {summary}");
         assert!(summary.peak_tps > 0);
-        assert!(!summary.mix.rare.is_empty() || !summary.mix.common.is_empty());
         for file in ["report.html", "report.json", "summary.json"] {
-            assert!(
-                dir.path().join(scenario).join(file).exists(),
-                "{scenario}: {file}"
-            );
+            assert!(dir.path().join(run).join(file).exists(), "{run}: {file}");
         }
         let kinds: Vec<&str> = summary.kinds.iter().map(|k| k.kind.as_str()).collect();
-        match scenario {
+        match run {
+            "hot" => {
+                let kinds: Vec<&str> = kinds.iter().map(|k| k.trim_start_matches("GET ")).collect();
+                assert_eq!(kinds, ["search: hot"]);
+            }
+            "search" | "manifest" => {
+                assert!(!summary.mix.rare.is_empty() || !summary.mix.common.is_empty());
+                assert!(kinds.iter().all(|k| k.contains("search")), "{kinds:?}");
+            }
             "flow" => {
                 for step in [
                     "1 question: create",
@@ -58,7 +73,7 @@ async fn every_scenario_runs_and_reports() {
                     .expect("mixed measures lag");
                 assert!(lag["samples"] >= 1.0);
             }
-            _ => assert!(kinds.iter().all(|k| k.contains("search")), "{kinds:?}"),
+            _ => unreachable!(),
         }
     }
     app.finish().await;

@@ -11,4 +11,5 @@ mod openapi;
 mod ops;
 mod platform;
 mod property;
+mod seed;
 mod search;
