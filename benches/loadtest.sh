@@ -3,7 +3,8 @@
 # driven by `chaja loadtest` on the same machine, uncached and cached.
 #
 #   DATABASE_URL=mysql://root@127.0.0.1:3306/chaja_bench1m \
-#   CHAJA_INDEX_DIR=/path/to/index bash benches/loadtest.sh [run-time-seconds]
+#   CHAJA_INDEX_DIR=/path/to/index [MANIFEST=seed-manifest.json] [HOT_KEYWORD=있습니다] \
+#   bash benches/loadtest.sh [run-time-seconds]
 #
 # The database must be seeded (`chaja seed`) and the index built
 # (`chaja reindex`). Reports go to loadtest-report/<run>/.
@@ -23,26 +24,33 @@ serve() { # extra env assignments...
   echo "server did not start" >&2; exit 1
 }
 stop() { kill -TERM "$server"; wait "$server" || true; }
-run() { # name scenario users
-  echo "== $1: $2, $3 users, ${run_time}s"
-  "$bin" loadtest --scenario "$2" --users "$3" --hatch-rate "$3" --run-time "$run_time" \
-    --report-dir "loadtest-report/$1" | sed -n '1,/^reports/p'
+run() { # name scenario users [loadtest options...]
+  local name=$1 scenario=$2 users=$3
+  shift 3
+  echo "== $name: $scenario, $users users, ${run_time}s $*"
+  "$bin" loadtest --scenario "$scenario" --users "$users" --hatch-rate "$users" --run-time "$run_time" \
+    --report-dir "loadtest-report/$name" "$@" | sed -n '1,/^reports/p'
 }
+# Keywords from the seed's manifest when given (MANIFEST=seed-manifest.json),
+# else calibrated against the server.
+mix=()
+if [ -n "${MANIFEST:-}" ]; then mix=(--manifest "$MANIFEST"); fi
+hot=${HOT_KEYWORD:-있습니다}
 
 serve CHAJA_CACHE_L1_MB=0
-run search-10-nocache search 10
-run search-100-nocache search 100
+run search-10-nocache search 10 "${mix[@]}"
+run search-100-nocache search 100 "${mix[@]}"
+run hot-100-nocache search 100 --keyword "$hot"
 stop
 serve CHAJA_CACHE_L1_MB=64
-run search-100-l1 search 100
+run search-100-l1 search 100 "${mix[@]}"
+run hot-100-l1 search 100 --keyword "$hot"
 stop
 export CHAJA_CACHE_PREFIX="chaja-bench-$(date +%s)"  # a fresh L2
 serve CHAJA_CACHE_L1_MB=64 REDIS_URL=redis://127.0.0.1:6379
-run search-100-l1l2 search 100
-run flow-100 flow 100
-run mixed-100 mixed 100
-stop
-# The same writes with no stale answers allowed: the lag of the index alone.
-serve CHAJA_CACHE_L1_MB=64 CHAJA_CACHE_MAX_STALE_MS=0
-run mixed-100-fresh mixed 100
+run search-100-l1l2 search 100 "${mix[@]}"
+run hot-100-l1l2 search 100 --keyword "$hot"
+run flow-100 flow 100 "${mix[@]}"
+# 90% searches, 10% writes polled (on page 2, never cached) until found.
+run mixed-100 mixed 100 "${mix[@]}"
 stop

@@ -313,7 +313,10 @@ async fn insert_likes(
     for (qid, question) in liked {
         for k in 0..question.likes {
             let offset = (question.first_liker - generator.first_user) as u64 + k;
-            rows.push((*qid, generator.first_user + (offset % generator.users) as i64));
+            rows.push((
+                *qid,
+                generator.first_user + (offset % generator.users) as i64,
+            ));
         }
     }
     for chunk in rows.chunks(1000) {
@@ -405,7 +408,9 @@ impl KeywordCounter {
             let mut seen: HashSet<&str> = HashSet::new();
             for s in 0..bounds.len() - 1 {
                 for len in 1..=6 {
-                    let Some(&end) = bounds.get(s + len) else { break };
+                    let Some(&end) = bounds.get(s + len) else {
+                        break;
+                    };
                     let word = &text[bounds[s]..end];
                     if plausible(word) {
                         seen.insert(word);
@@ -500,10 +505,20 @@ impl KeywordCounter {
                     share,
                 };
                 classes.entry(class).or_default().push(entry);
-                let list = classes.get_mut(&format!("{length} {name}")).expect("inserted");
+                let list = classes
+                    .get_mut(&format!("{length} {name}"))
+                    .expect("inserted");
                 list.sort_by(|a, b| {
-                    let d = |s: f64| if target == 0.0 { 0.0 } else { (s.ln() - target.ln()).abs() };
-                    d(a.share).total_cmp(&d(b.share)).then_with(|| a.keyword.cmp(&b.keyword))
+                    let d = |s: f64| {
+                        if target == 0.0 {
+                            0.0
+                        } else {
+                            (s.ln() - target.ln()).abs()
+                        }
+                    };
+                    d(a.share)
+                        .total_cmp(&d(b.share))
+                        .then_with(|| a.keyword.cmp(&b.keyword))
                 });
                 list.truncate(5);
             }

@@ -101,8 +101,6 @@ pub struct SearchCache {
 struct L2 {
     redis: RedisTier,
     ttl_ms: u64,
-    /// Names this process in recompute locks.
-    owner: Arc<str>,
 }
 
 /// Who recomputes a stale key.
@@ -116,13 +114,19 @@ enum Claim {
 struct Refreshing {
     set: Arc<Mutex<HashSet<String>>>,
     key: String,
-    /// The Redis lock, when one was taken.
-    locked: bool,
+    /// The Redis lock and this claim's token, when one was taken. Released
+    /// on drop, so a recompute that fails or is cancelled (client gone,
+    /// request timeout) does not hold other replicas off until it expires.
+    lock: Option<(L2, String)>,
 }
 
 impl Drop for Refreshing {
     fn drop(&mut self) {
         self.set.lock().expect("refresh lock").remove(&self.key);
+        if let Some((l2, token)) = self.lock.take() {
+            let key = self.key.clone();
+            tokio::spawn(async move { l2.unlock(&key, &token).await });
+        }
     }
 }
 
@@ -146,10 +150,9 @@ impl SearchCache {
             .build();
         let l2 = redis.map(|redis| L2 {
             redis,
-            // Past max_stale an entry is only good if its watermark is still
-            // current; a minute bounds what Redis keeps for that.
-            ttl_ms: (settings.max_stale.as_millis() as u64).max(60_000),
-            owner: format!("{:016x}", rand::random::<u64>()).into(),
+            // Past max_stale + grace an entry is only good if its watermark
+            // is still current; a minute bounds what Redis keeps for that.
+            ttl_ms: ((settings.max_stale + settings.grace).as_millis() as u64).max(60_000),
         });
         SearchCache {
             enabled: settings.l1_bytes > 0,
@@ -241,6 +244,9 @@ impl SearchCache {
         }
         let mut claim = None;
         if let Some(stale) = stale {
+            // Redis calls took time: the bound is checked against the clock
+            // now, not at the start of the request.
+            let now = now_ms();
             if now - stale.computed_at_ms < self.max_stale_ms + self.grace_ms {
                 match self.claim(key).await {
                     Claim::Taken => {
@@ -251,12 +257,11 @@ impl SearchCache {
                 }
             }
         }
-        let answer = self.compute(key, repeat, compute).await;
-        if let (Some(l2), Some(claim)) = (&self.l2, &claim) {
-            if claim.locked {
-                l2.unlock(key).await;
-            }
-        }
+        // The replica that recomputes for the deployment publishes to Redis
+        // even if the key is new here: the others are waiting for it.
+        let publish = repeat || claim.is_some();
+        let answer = self.compute(key, publish, compute).await;
+        drop(claim);
         let answer = answer?;
         let age_ms = (now_ms() - answer.computed_at_ms).max(0);
         Ok((
@@ -269,7 +274,7 @@ impl SearchCache {
         ))
     }
 
-    async fn compute<F, Fut>(&self, key: &str, repeat: bool, compute: F) -> Result<Arc<Answer>>
+    async fn compute<F, Fut>(&self, key: &str, publish: bool, compute: F) -> Result<Arc<Answer>>
     where
         F: FnOnce(i64) -> Fut,
         Fut: std::future::Future<Output = Result<Answer>>,
@@ -284,13 +289,13 @@ impl SearchCache {
                 self.computations.fetch_add(1, Ordering::Relaxed);
                 metrics::counter!("cache_computations_total").increment(1);
                 let answer = Arc::new(compute(watermark).await?);
-                let l2 = self.l2.as_ref().filter(|_| repeat);
-                if let Some(l2) = l2 {
-                    l2.set(key, &answer).await;
+                let mut in_l2 = false;
+                if let Some(l2) = self.l2.as_ref().filter(|_| publish) {
+                    in_l2 = l2.set(key, &answer).await;
                 }
                 let entry = Entry {
                     answer: answer.clone(),
-                    in_l2: AtomicBool::new(l2.is_some()),
+                    in_l2: AtomicBool::new(in_l2),
                 };
                 self.l1.insert(key.to_owned(), Arc::new(entry)).await;
                 Ok::<_, Error>(answer)
@@ -314,11 +319,12 @@ impl SearchCache {
         let mut refreshing = Refreshing {
             set: self.refreshing.clone(),
             key: key.to_owned(),
-            locked: false,
+            lock: None,
         };
         if let Some(l2) = &self.l2 {
-            match l2.lock(key).await {
-                Some(true) => refreshing.locked = true,
+            let token = format!("{:016x}", rand::random::<u64>());
+            match l2.lock(key, &token).await {
+                Some(true) => refreshing.lock = Some((l2.clone(), token)),
                 // Another replica is on it; this one's mark goes with the
                 // dropped claim.
                 Some(false) => return Claim::Taken,
@@ -336,8 +342,13 @@ impl SearchCache {
             return;
         }
         let key = key.to_owned();
-        let answer = entry.answer.clone();
-        tokio::spawn(async move { l2.set(&key, &answer).await });
+        let entry = entry.clone();
+        tokio::spawn(async move {
+            if !l2.set(&key, &entry.answer).await {
+                // Redis did not take it: try again on a later hit.
+                entry.in_l2.store(false, Ordering::Release);
+            }
+        });
     }
 }
 
@@ -373,26 +384,28 @@ impl L2 {
         serde_json::from_slice(&bytes).ok()
     }
 
-    async fn set(&self, key: &str, answer: &Answer) {
+    /// True when Redis took it.
+    async fn set(&self, key: &str, answer: &Answer) -> bool {
         let Ok(bytes) = serde_json::to_vec(answer) else {
-            return;
+            return false;
         };
         let (key, ttl) = (self.key(key), self.ttl_ms);
         self.redis
             .call(|mut conn| async move { conn.pset_ex::<_, _, ()>(key, bytes, ttl).await })
-            .await;
+            .await
+            .is_some()
     }
 
-    /// `Some(true)` when this process now holds the recompute lock for
-    /// `key`; it expires by itself if this process dies holding it.
-    async fn lock(&self, key: &str) -> Option<bool> {
+    /// `Some(true)` when `token` now holds the recompute lock for `key`;
+    /// it expires by itself if this process dies holding it.
+    async fn lock(&self, key: &str, token: &str) -> Option<bool> {
         let key = self.lock_key(key);
-        let owner = self.owner.clone();
+        let token = token.to_owned();
         self.redis
             .call(|mut conn| async move {
                 let set: Option<String> = ::redis::cmd("SET")
                     .arg(key)
-                    .arg(owner.as_ref())
+                    .arg(token)
                     .arg("NX")
                     .arg("PX")
                     .arg(LOCK_MS)
@@ -403,15 +416,15 @@ impl L2 {
             .await
     }
 
-    /// Releases the lock if this process still holds it.
-    async fn unlock(&self, key: &str) {
+    /// Releases the lock if `token` still holds it.
+    async fn unlock(&self, key: &str, token: &str) {
         let key = self.lock_key(key);
-        let owner = self.owner.clone();
+        let token = token.to_owned();
         self.redis
             .call(|mut conn| async move {
                 UNLOCK
                     .key(key)
-                    .arg(owner.as_ref())
+                    .arg(token)
                     .invoke_async::<i64>(&mut conn)
                     .await
             })
@@ -499,14 +512,33 @@ mod tests {
     }
 
     /// Within the grace period one request recomputes an expired key and the
-    /// other 199 get the stale answer at once.
+    /// other 199 get the stale answer without waiting for it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn within_grace_one_request_recomputes_and_the_rest_get_the_stale_answer() {
         let progress = Arc::new(Progress::default());
         let cache = cache(60_000, &progress);
         burst(&cache).await;
         progress.committed(7);
-        assert_eq!(burst(&cache).await, 199);
+        // The recompute finishes only when released.
+        let release = Arc::new(tokio::sync::Semaphore::new(0));
+        let mut requests = tokio::task::JoinSet::new();
+        for _ in 0..200 {
+            let (cache, release) = (cache.clone(), release.clone());
+            requests.spawn(async move {
+                let compute = |w| async move {
+                    release.acquire().await.unwrap().forget();
+                    Ok(answer(w))
+                };
+                cache.get_or_compute("hot", compute).await.unwrap().1
+            });
+        }
+        for _ in 0..199 {
+            let status = requests.join_next().await.unwrap().unwrap();
+            assert!(status.hit && status.stale, "{status:?}");
+        }
+        release.add_permits(1);
+        let last = requests.join_next().await.unwrap().unwrap();
+        assert!(!last.hit && !last.stale);
         assert_eq!(cache.computations(), 2);
         let (fresh, status) = cache
             .get_or_compute("hot", |w| async move { Ok(answer(w)) })

@@ -4,8 +4,10 @@
 //! Redis is an accelerator, never a dependency of an answer: every call is
 //! bounded by a timeout and yields `None` on failure. After a few failures
 //! in a row the breaker opens and calls are skipped without touching the
-//! network, so a dead Redis costs nothing per request; after a back-off a
-//! call is let through as a probe, and one success closes the breaker.
+//! network, so a dead Redis costs nothing per request; after a back-off
+//! (1 s, doubling to 10 s) calls are let through again as probes (failsafe
+//! lets every call through while half open), and one success closes the
+//! breaker.
 //! `failsafe` provides the state machine; the instrument below turns its
 //! transitions into one log line each and a gauge.
 

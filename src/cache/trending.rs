@@ -32,9 +32,12 @@ pub const WINDOWS: [(&str, i64); 3] = [
 
 const BUCKETS_PER_WINDOW: i64 = 12;
 
-/// Distinct keywords kept per in-process bucket: a flood of unique queries
-/// cannot grow memory without bound.
-const LOCAL_BUCKET_CAP: usize = 20_000;
+/// Distinct keywords counted per bucket: a flood of unique queries cannot
+/// grow memory (here or in Redis) without bound.
+const BUCKET_CAP: usize = 5_000;
+
+/// Once-per-client marks kept in process, per window.
+const LOCAL_MARKS: u64 = 200_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Trend {
@@ -49,9 +52,15 @@ struct Event {
     at_ms: i64,
 }
 
+enum Message {
+    Record(Event),
+    /// Answered once every event sent before it has been applied.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
 #[derive(Clone)]
 pub struct Trending {
-    tx: mpsc::Sender<Event>,
+    tx: mpsc::Sender<Message>,
     store: Store,
     min_chars: usize,
 }
@@ -71,11 +80,16 @@ impl Trending {
             Some(redis) => Store::Redis(redis),
             None => Store::Local(Arc::default()),
         };
-        let (tx, mut rx) = mpsc::channel::<Event>(10_000);
+        let (tx, mut rx) = mpsc::channel::<Message>(10_000);
         let recorder = store.clone();
         tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                recorder.record(&event).await;
+            while let Some(message) = rx.recv().await {
+                match message {
+                    Message::Record(event) => recorder.record(&event).await,
+                    Message::Flush(done) => {
+                        let _ = done.send(());
+                    }
+                }
             }
         });
         Trending {
@@ -99,7 +113,7 @@ impl Trending {
             client,
             at_ms,
         };
-        if self.tx.try_send(event).is_err() {
+        if self.tx.try_send(Message::Record(event)).is_err() {
             metrics::counter!("trending_dropped_total").increment(1);
         }
     }
@@ -107,11 +121,10 @@ impl Trending {
     /// Waits until every event recorded so far has been applied; for tests
     /// and benchmarks that read right after writing.
     pub async fn flush(&self) {
-        while self.tx.capacity() < self.tx.max_capacity() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        let (done, applied) = tokio::sync::oneshot::channel();
+        if self.tx.send(Message::Flush(done)).await.is_ok() {
+            let _ = applied.await;
         }
-        // The last event taken off the channel may still be applying.
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
     pub async fn top(&self, window: &str, limit: usize) -> Result<Vec<Trend>> {
@@ -128,8 +141,14 @@ impl Trending {
         let buckets = (now - width) / bucket..=now / bucket;
         match &self.store {
             Store::Local(local) => {
-                let local = local.lock().expect("trending lock");
-                Ok(local.top(name, buckets, limit))
+                let local = local.clone();
+                let top = tokio::task::spawn_blocking(move || {
+                    local
+                        .lock()
+                        .expect("trending lock")
+                        .top(name, buckets, limit)
+                });
+                Ok(top.await?)
             }
             Store::Redis(redis) => {
                 let keys: Vec<String> = buckets
@@ -170,7 +189,8 @@ impl Store {
                     .arg(redis.prefix.as_ref())
                     .arg(&event.keyword)
                     .arg(&client)
-                    .arg(event.at_ms);
+                    .arg(event.at_ms)
+                    .arg(BUCKET_CAP);
                 for (name, width) in WINDOWS {
                     script.arg(name).arg(width).arg(width / BUCKETS_PER_WINDOW);
                 }
@@ -189,17 +209,21 @@ fn client_hash(client: IpAddr, keyword: &str) -> String {
 }
 
 /// For each window: count the keyword unless this client was counted for it
-/// within the window.
+/// within the window, or the bucket already holds `cap` other keywords (so
+/// a flood of distinct queries can neither grow a bucket nor leave a mark
+/// per query). Key names are built in the script: single-node Redis only.
 static RECORD: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
     redis::Script::new(
         r"
-local prefix, keyword, client, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-for i = 5, #ARGV, 3 do
+local prefix, keyword, client, now, cap = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+for i = 6, #ARGV, 3 do
   local name, width, bucket = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  if redis.call('SET', prefix .. 'trend:seen:' .. name .. ':' .. client, '1', 'NX', 'PX', width) then
-    local key = prefix .. 'trend:' .. name .. ':' .. math.floor(now / bucket)
-    redis.call('ZINCRBY', key, 1, keyword)
-    redis.call('PEXPIRE', key, width + 2 * bucket)
+  local key = prefix .. 'trend:' .. name .. ':' .. math.floor(now / bucket)
+  if redis.call('ZCARD', key) < cap or redis.call('ZSCORE', key, keyword) then
+    if redis.call('SET', prefix .. 'trend:seen:' .. name .. ':' .. client, '1', 'NX', 'PX', width) then
+      redis.call('ZINCRBY', key, 1, keyword)
+      redis.call('PEXPIRE', key, width + 2 * bucket)
+    end
   end
 end
 ",
@@ -222,39 +246,40 @@ return top
     )
 });
 
-/// The in-process store: the same buckets and once-per-client marks.
+/// The in-process store: the same buckets and once-per-client marks, both
+/// bounded.
 #[derive(Default)]
 struct Local {
-    /// (window, bucket) → keyword → count.
+    /// window → bucket → keyword → count.
     buckets: HashMap<&'static str, BTreeMap<i64, HashMap<String, u64>>>,
-    /// (window, client hash) → when the mark expires.
-    seen: HashMap<(&'static str, String), i64>,
-    pruned_at: i64,
+    /// window → (client, keyword) hashes → when the mark expires.
+    seen: HashMap<&'static str, moka::sync::Cache<String, i64>>,
 }
 
 impl Local {
     fn record(&mut self, event: &Event) {
         let client = client_hash(event.client, &event.keyword);
         let now = event.at_ms;
-        // Expired marks go once a second, not on every event.
-        if now - self.pruned_at > 1000 {
-            self.seen.retain(|_, expires| *expires > now);
-            self.pruned_at = now;
-        }
         for (name, width) in WINDOWS {
             let bucket = width / BUCKETS_PER_WINDOW;
-            let until = self.seen.entry((name, client.clone())).or_insert(i64::MIN);
-            if *until > now {
-                continue;
-            }
-            *until = now + width;
             let series = self.buckets.entry(name).or_default();
             let oldest = (now - width) / bucket - 1;
             *series = series.split_off(&oldest);
             let counts = series.entry(now / bucket).or_default();
-            if counts.len() < LOCAL_BUCKET_CAP || counts.contains_key(&event.keyword) {
-                *counts.entry(event.keyword.clone()).or_default() += 1;
+            if counts.len() >= BUCKET_CAP && !counts.contains_key(&event.keyword) {
+                continue;
             }
+            let seen = self.seen.entry(name).or_insert_with(|| {
+                moka::sync::Cache::builder()
+                    .max_capacity(LOCAL_MARKS)
+                    .time_to_live(Duration::from_millis(width as u64))
+                    .build()
+            });
+            if seen.get(&client).is_some_and(|until| until > now) {
+                continue;
+            }
+            seen.insert(client.clone(), now + width);
+            *counts.entry(event.keyword.clone()).or_default() += 1;
         }
     }
 

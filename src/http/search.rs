@@ -189,12 +189,15 @@ pub fn to_request(
         limit: size,
         after: None,
         morph,
+        now: crate::db::now_ms(),
     };
     if let Some(cursor) = &params.cursor {
         if page != 1 {
             return Err(bad("invalid_cursor", "cursor and page cannot be combined"));
         }
-        request.after = Some(decode_cursor(cursor, &request, cursor_key)?);
+        let (after, now) = decode_cursor(cursor, &request, cursor_key)?;
+        request.after = Some(after);
+        request.now = now;
     }
     Ok(request)
 }
@@ -224,6 +227,8 @@ struct CursorBody {
     r: Rank,
     /// The query it belongs to.
     f: String,
+    /// The query's reference time (`Request::now`).
+    t: i64,
 }
 
 /// `base64(json).base64(mac)`: opaque to clients, and a changed byte is a 400
@@ -232,6 +237,7 @@ pub fn encode_cursor(rank: Rank, request: &Request, key: &[u8; 32]) -> String {
     let body = serde_json::to_vec(&CursorBody {
         r: rank,
         f: fingerprint(request),
+        t: request.now,
     })
     .expect("cursor serializes");
     let mac = blake3::keyed_hash(key, &body);
@@ -242,7 +248,7 @@ pub fn encode_cursor(rank: Rank, request: &Request, key: &[u8; 32]) -> String {
     )
 }
 
-fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<Rank> {
+fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<(Rank, i64)> {
     let invalid = || bad("invalid_cursor", "cursor is malformed or was changed");
     let (body, mac) = token.split_once('.').ok_or_else(invalid)?;
     let body = URL_SAFE_NO_PAD.decode(body).map_err(|_| invalid())?;
@@ -258,7 +264,7 @@ fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<Rank>
             "cursor belongs to another query, sort or filter",
         ));
     }
-    Ok(cursor.r)
+    Ok((cursor.r, cursor.t))
 }
 
 /// The cache key: everything that changes a first page, normalized.
@@ -282,6 +288,8 @@ async fn search_handler(
         let key = state.cursor_key.clone();
         let span = tracing::Span::current();
         let index_time = index_time.clone();
+        // The answer is as fresh as the watermark read just before this.
+        let computed_at_ms = crate::db::now_ms();
         async move {
             let (response, request) = tokio::task::spawn_blocking(move || {
                 let _enter = span.enter();
@@ -302,17 +310,15 @@ async fn search_handler(
                 hits: response.hits.into_iter().map(HitBody::from).collect(),
                 next_cursor,
                 watermark,
-                computed_at_ms: crate::db::now_ms(),
+                computed_at_ms,
             })
         }
     };
     // Only first pages are cached: deep pages and cursor pages are rare per
     // key and would crowd out the hot set.
     let first_page = request.offset == 0 && request.after.is_none();
-    if let (true, Some(client)) = (first_page, client) {
-        let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
-        state.trending.record(&keywords.join(" "), client);
-    }
+    let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
+    let searched = keywords.join(" ");
     let (answer, cache) = if first_page {
         state
             .cache
@@ -322,6 +328,11 @@ async fn search_handler(
         let watermark = state.mirror.progress.applied_seq();
         (Arc::new(run(watermark).await?), CacheStatus::MISS)
     };
+    // Trending counts searches that found something: a query nobody's
+    // data answers is not a trend, and junk cannot fill the counters.
+    if let (true, Some(client), true) = (first_page, client, answer.total > 0) {
+        state.trending.record(&searched, client);
+    }
     let took = started.elapsed();
     let index = index_time.lock().expect("timing lock").unwrap_or_default();
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
@@ -393,7 +404,10 @@ mod tests {
         let key = [7; 32];
         let r = request("스프링");
         let token = encode_cursor((0, 123, 456), &r, &key);
-        assert_eq!(decode_cursor(&token, &r, &key).unwrap(), (0, 123, 456));
+        assert_eq!(
+            decode_cursor(&token, &r, &key).unwrap(),
+            ((0, 123, 456), r.now)
+        );
         // Another query, another key, a flipped character, garbage.
         assert!(decode_cursor(&token, &request("부트"), &key).is_err());
         assert!(decode_cursor(&token, &r, &[8; 32]).is_err());

@@ -39,7 +39,12 @@ pub struct Generation {
     pub index: Index,
     pub reader: IndexReader,
     pub fields: Fields,
+    /// Exact totals of queries per segment (see `search`).
+    pub totals: SegmentTotals,
 }
+
+/// (segment, its deleted-document count, query) → matching documents.
+pub type SegmentTotals = moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), u64>;
 
 impl Generation {
     fn open(root: &Path, id: u64) -> Result<Generation> {
@@ -80,6 +85,7 @@ impl Generation {
             index,
             reader,
             fields,
+            totals: moka::sync::Cache::new(100_000),
         })
     }
 
@@ -356,5 +362,42 @@ mod tests {
         let duplicates = generation.duplicate_uids().unwrap();
         assert!(duplicates.is_empty(), "duplicated uids: {duplicates:?}");
         assert_eq!(generation.num_docs(), 500);
+    }
+
+    /// Per-segment totals are reused only while the segment's deletes stay
+    /// the same: after a delete the total is counted again.
+    #[test]
+    fn cached_segment_totals_follow_deletes() {
+        use crate::index::search::{search, Request, Sort};
+        let dir = tempfile::tempdir().unwrap();
+        let (generation, mut writer) = create_generation(dir.path(), 32 << 20).unwrap();
+        for id in 1..=5 {
+            let mut d = doc(id, 1);
+            d.content = "설정을 바꿨습니다".to_owned();
+            writer.upsert(&d).unwrap();
+        }
+        writer.commit(1).unwrap();
+        generation.reader.reload().unwrap();
+        let request = Request {
+            keywords: crate::text::parse_query("바꿨습니다"),
+            filter: Default::default(),
+            sort: Sort::Recent,
+            offset: 0,
+            limit: 2,
+            after: None,
+            morph: false,
+            now: 0,
+        };
+        assert_eq!(search(&generation, &request).unwrap().total, 5);
+        assert_eq!(search(&generation, &request).unwrap().total, 5);
+        writer.delete(Kind::Question, 3);
+        writer.commit(2).unwrap();
+        generation.reader.reload().unwrap();
+        let response = search(&generation, &request).unwrap();
+        assert_eq!(response.total, 4);
+        assert_eq!(
+            response.hits.iter().map(|h| h.id).collect::<Vec<_>>(),
+            [5, 4]
+        );
     }
 }

@@ -39,6 +39,9 @@ pub enum Analyzer {
     Korean(Box<Segmenter>),
     /// No dictionary: words only.
     Words,
+    /// `CHAJA_KO_DIC=off`: no morphological tokens at all, for the fastest
+    /// rebuilds; relevance then scores the trigram fields.
+    Off,
 }
 
 impl Analyzer {
@@ -47,6 +50,7 @@ impl Analyzer {
         match self {
             Analyzer::Korean(_) => "ko-dic",
             Analyzer::Words => "words",
+            Analyzer::Off => "off",
         }
     }
 
@@ -60,6 +64,7 @@ impl Analyzer {
                 .filter(|w| !w.is_empty())
                 .map(str::to_owned)
                 .collect(),
+            Analyzer::Off => Vec::new(),
         }
     }
 }
@@ -74,21 +79,26 @@ fn korean_morphemes(segmenter: &Segmenter, text: &str) -> Vec<String> {
         let details = token.details();
         let tag = details.first().copied().unwrap_or("");
         let first = tag.split('+').next().unwrap_or("");
+        // A token that fuses a content morpheme with what follows (했 =
+        // 하/VV + 았/EP, 가운덴 = 가운데/NNG + ㄴ/JX) spells its parts out in
+        // the expression column; the first is the one kept.
+        let head = || -> String {
+            if tag.contains('+') {
+                details
+                    .get(7)
+                    .and_then(|e| e.split('/').next())
+                    .filter(|h| !h.is_empty() && *h != "*")
+                    .unwrap_or(&surface)
+                    .to_owned()
+            } else {
+                surface.clone()
+            }
+        };
         match first {
-            "NNG" | "NNP" | "NR" | "XR" | "SL" | "SH" | "SN" => out.push(surface),
-            // An inflected stem (했 = 하/VV + 았/EP) is spelled out in the
-            // expression column; a bare one is its surface.
-            "VV" | "VA" => {
-                let stem = if tag.contains('+') {
-                    details
-                        .get(7)
-                        .and_then(|e| e.split('/').next())
-                        .unwrap_or(&surface)
-                        .to_owned()
-                } else {
-                    surface
-                };
-                out.push(stem);
+            // Words the dictionary does not know (new product names, 챗지피티)
+            // are kept as nouns: they are often what a query is about.
+            "NNG" | "NNP" | "NR" | "XR" | "SL" | "SH" | "SN" | "UNKNOWN" | "VV" | "VA" => {
+                out.push(head())
             }
             _ => {}
         }
@@ -99,7 +109,17 @@ fn korean_morphemes(segmenter: &Segmenter, text: &str) -> Vec<String> {
 /// Loads the dictionary at `dir` for this process, or falls back to words
 /// and says how to add one. The first call wins.
 pub fn init(dir: &Path) -> &'static Analyzer {
-    ANALYZER.get_or_init(|| match load(dir) {
+    ANALYZER.get_or_init(|| {
+        if dir == Path::new("off") {
+            tracing::info!("korean morphology off (CHAJA_KO_DIC=off)");
+            return Analyzer::Off;
+        }
+        korean_or_words(dir)
+    })
+}
+
+fn korean_or_words(dir: &Path) -> Analyzer {
+    match load(dir) {
         Ok(segmenter) => {
             tracing::info!(dictionary = %dir.display(), "korean morphology on (mecab-ko-dic)");
             Analyzer::Korean(Box::new(segmenter))
@@ -115,7 +135,7 @@ pub fn init(dir: &Path) -> &'static Analyzer {
             );
             Analyzer::Words
         }
-    })
+    }
 }
 
 /// The process's analyzer; words only until [`init`] is called.

@@ -18,6 +18,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use tantivy::query::{
@@ -125,6 +126,10 @@ pub struct Request {
     /// `match=morph`: also rows that contain every content morpheme of the
     /// query, not only the exact substring.
     pub morph: bool,
+    /// The time the recency factor of `sort=relevance` is taken at, in
+    /// epoch milliseconds: fixed for a query and carried by its cursors, so
+    /// that every page of one walk ranks rows alike.
+    pub now: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -265,6 +270,15 @@ fn title_or_content(fields: &Fields, query: impl Fn(Field) -> Box<dyn Query>) ->
     ]))
 }
 
+/// What a query's per-segment total depends on: keywords, filters and the
+/// match mode, not the order or the page.
+fn totals_key(request: &Request) -> String {
+    let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
+    let f = &request.filter;
+    let kind = f.kind.map(Kind::as_str);
+    serde_json::json!([keywords, kind, f.author_id, f.from, f.to, request.morph]).to_string()
+}
+
 /// The one term a query is, when it is one: its total is a document count.
 fn single_term(fields: &Fields, request: &Request) -> Option<Term> {
     if request.morph {
@@ -304,7 +318,7 @@ pub fn search_split(
     let fields = &generation.fields;
     let scoring = request.sort == Sort::Relevance;
     let query = build_query(fields, request, scoring);
-    let now = crate::db::now_ms();
+    let now = request.now;
     let enable = if scoring {
         EnableScoring::enabled_from_searcher(&searcher)
     } else {
@@ -313,14 +327,24 @@ pub fn search_split(
     let weight = query.weight(enable)?;
     let term = single_term(fields, request);
 
+    // Segments never change but for deletes, so a segment's total for a
+    // query stays true until its delete count moves: a frequent phrase is
+    // counted once per segment, and after a commit only new segments are.
+    let counts_key: Arc<str> = totals_key(request).into();
     let mut tasks: Vec<(u32, Range<DocId>, Option<u64>)> = Vec::new();
+    let mut keys = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
         let max = segment.max_doc();
+        let key = (
+            segment.segment_id(),
+            segment.num_deleted_docs(),
+            counts_key.clone(),
+        );
         let known_total = match &term {
             Some(term) if !segment.has_deletes() && !request.filter.needs_scan_check() => Some(
                 u64::from(segment.inverted_index(term.field())?.doc_freq(term)?),
             ),
-            _ => None,
+            _ => generation.totals.get(&key),
         };
         if known_total.is_none() && max > split_docs {
             tasks.push((ord as u32, 0..max / 2, None));
@@ -328,6 +352,7 @@ pub fn search_split(
         } else {
             tasks.push((ord as u32, 0..max, known_total));
         }
+        keys.push((key, known_total.is_some()));
     }
     let partials = tasks
         .par_iter()
@@ -344,6 +369,15 @@ pub fn search_split(
             )
         })
         .collect::<Result<Vec<Partial>>>()?;
+    let mut segment_totals = vec![0u64; keys.len()];
+    for ((ord, _, _), partial) in tasks.iter().zip(&partials) {
+        segment_totals[*ord as usize] += partial.total;
+    }
+    for ((key, known), total) in keys.into_iter().zip(segment_totals) {
+        if !known {
+            generation.totals.insert(key, total);
+        }
+    }
 
     let mut total = 0;
     let mut ranked: Vec<(Rank, DocAddress)> = Vec::new();

@@ -97,8 +97,17 @@ impl Candidates {
         }
         found.sort_unstable();
         found.dedup();
+        let order = |a: &&Suggestion, b: &&Suggestion| {
+            b.score.cmp(&a.score).then_with(|| a.text.cmp(&b.text))
+        };
         let mut hits: Vec<&Suggestion> = found.iter().map(|&i| &self.entries[i as usize]).collect();
-        hits.sort_unstable_by(|a, b| b.score.cmp(&a.score).then_with(|| a.text.cmp(&b.text)));
+        // A short prefix can match much of the vocabulary: select the top
+        // `limit` first, then sort only those.
+        if hits.len() > limit && limit > 0 {
+            hits.select_nth_unstable_by(limit - 1, order);
+            hits.truncate(limit);
+        }
+        hits.sort_unstable_by(order);
         hits.into_iter().take(limit).cloned().collect()
     }
 }

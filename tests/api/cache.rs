@@ -253,10 +253,8 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
     let words: Vec<String> = (0..50).map(|i| format!("w{i}")).collect();
     app.create_question(user, "부하", &words.join(" ")).await;
     app.wait_indexed().await;
-    wait_for("redis up", || async { redis_state(&app).await == "closed" }).await;
-
-    // Four clients search without pause; a new query string each time, so
-    // every request asks Redis.
+    // Four clients search without pause, each request a new cache key (the
+    // author filter is part of it), so every one misses L1 and asks Redis.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let load: Vec<_> = (0..4)
         .map(|c| {
@@ -267,8 +265,10 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     n += 1;
                     let q = format!("w{} 부하", (n * 4 + c) % 50);
-                    let size = 1 + n % 50;
-                    let (status, _) = app.get(&format!("/api/search?q={q}&size={size}")).await;
+                    let author = n * 4 + c;
+                    let (status, _) = app
+                        .get(&format!("/api/search?q={q}&author_id={author}"))
+                        .await;
                     statuses.push(status.as_u16());
                 }
                 statuses
@@ -327,11 +327,12 @@ async fn across_replicas_one_recomputes_an_expired_key() {
     };
     let (a, a_progress) = replica();
     let (b, b_progress) = replica();
-    let get = |cache: SearchCache| async move {
+    // The recompute finishes only when the test says so.
+    let release = Arc::new(tokio::sync::Semaphore::new(1_000));
+    let get = |cache: SearchCache, release: Arc<tokio::sync::Semaphore>| async move {
         let (answer, status) = cache
             .get_or_compute("hot", |w| async move {
-                // Long enough that every request below arrives meanwhile.
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                release.acquire().await.unwrap().forget();
                 Ok(answer(w))
             })
             .await
@@ -339,35 +340,47 @@ async fn across_replicas_one_recomputes_an_expired_key() {
         (answer.watermark, status)
     };
     // Warm: computed on a, hot, so in Redis; b finds it there.
-    get(a.clone()).await;
-    get(a.clone()).await;
+    get(a.clone(), release.clone()).await;
+    get(a.clone(), release.clone()).await;
     wait_for("the answer in redis", || async {
         redis_keys(&prefix, "search:v2:").await.len() == 1
     })
     .await;
-    assert!(get(b.clone()).await.1.hit);
+    assert!(get(b.clone(), release.clone()).await.1.hit);
     assert_eq!((a.computations(), b.computations()), (1, 0));
 
-    // Both indexes move on: the cached answers are past max_stale.
+    // Both indexes move on: the cached answers are past max_stale. The one
+    // recompute is held until the other 199 requests have been answered.
+    release.forget_permits(1_000);
     a_progress.committed(7);
     b_progress.committed(7);
-    let requests: Vec<_> = (0..100)
-        .flat_map(|_| [tokio::spawn(get(a.clone())), tokio::spawn(get(b.clone()))])
-        .collect();
+    let mut requests = tokio::task::JoinSet::new();
+    for _ in 0..100 {
+        requests.spawn(get(a.clone(), release.clone()));
+        requests.spawn(get(b.clone(), release.clone()));
+    }
     let mut stale = 0;
-    for request in requests {
-        let (_, status) = request.await.unwrap();
+    for _ in 0..199 {
+        let answered = tokio::time::timeout(Duration::from_secs(30), requests.join_next());
+        let (_, status) = answered
+            .await
+            .expect("199 answers without the recompute")
+            .unwrap()
+            .unwrap();
         stale += usize::from(status.stale);
     }
+    assert_eq!(stale, 199);
+    release.add_permits(1_000);
+    let (watermark, status) = requests.join_next().await.unwrap().unwrap();
+    assert_eq!((watermark, status.stale), (7, false));
     assert_eq!(
         a.computations() + b.computations(),
         2,
         "one recompute in all"
     );
-    assert_eq!(stale, 199);
     // Both now serve the new answer, from L1 or from Redis.
-    assert_eq!(get(a.clone()).await.0, 7);
-    assert_eq!(get(b.clone()).await.0, 7);
+    assert_eq!(get(a.clone(), release.clone()).await.0, 7);
+    assert_eq!(get(b.clone(), release.clone()).await.0, 7);
     assert_eq!(a.computations() + b.computations(), 2);
 }
 
@@ -421,6 +434,11 @@ async fn trending_over_http(redis: bool) {
         }
     })
     .await;
+    // Only searches that find something count.
+    let user = app.create_user("u").await;
+    app.create_question(user, "스프링 질문", "도커와 docker, 자바와 a")
+        .await;
+    app.wait_indexed().await;
     let client = |addr: &str| {
         reqwest::Client::builder()
             .local_address(ip(addr))
@@ -451,9 +469,10 @@ async fn trending_over_http(redis: bool) {
     // Later pages are the same search, not a new one.
     search(&a, "자바", "&page=2").await;
     search(&b, "자바", "&page=2").await;
-    // Too short to list.
+    // Too short to list, and nothing found.
     for client in [&a, &b, &c] {
         search(client, "a", "").await;
+        search(client, "없는말", "").await;
     }
     app.state.trending.flush().await;
     let (status, body) = app.get("/api/search/trending?window=1h&limit=10").await;

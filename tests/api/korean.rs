@@ -127,6 +127,11 @@ async fn suggestions_complete_initials_half_syllables_and_latin_typing() {
     ] {
         app.create_question(user, title, "본문").await;
     }
+    // Searched keywords count when they find something (here a review,
+    // which has no title of its own).
+    let question = app.create_question(user, "질문", "본문").await;
+    app.create_review(question, user, "클라우드 네이티브로 옮겼습니다")
+        .await;
     app.wait_indexed().await;
     // What people searched counts too: 클라우드 네이티브 is a completion.
     for _ in 0..3 {

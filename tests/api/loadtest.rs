@@ -49,7 +49,12 @@ async fn every_scenario_runs_and_reports() {
                 let kinds: Vec<&str> = kinds.iter().map(|k| k.trim_start_matches("GET ")).collect();
                 assert_eq!(kinds, ["search: hot"]);
             }
-            "search" | "manifest" => {
+            "manifest" => {
+                let expected = chaja::loadtest::Mix::from_manifest(&seeded.manifest);
+                assert_eq!(summary.mix, expected);
+                assert!(kinds.iter().all(|k| k.contains("search")), "{kinds:?}");
+            }
+            "search" => {
                 assert!(!summary.mix.rare.is_empty() || !summary.mix.common.is_empty());
                 assert!(kinds.iter().all(|k| k.contains("search")), "{kinds:?}");
             }

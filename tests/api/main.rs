@@ -11,5 +11,5 @@ mod openapi;
 mod ops;
 mod platform;
 mod property;
-mod seed;
 mod search;
+mod seed;

@@ -172,6 +172,7 @@ proptest! {
                     limit: size,
                     after,
                     morph: false,
+                    now: 0,
                 };
                 let response = search_split(&generation, &request, split).unwrap();
                 prop_assert_eq!(response.total, expected.len() as u64, "total for {:?}", q);

@@ -31,7 +31,12 @@ async fn any_row_is_regenerated_alone_and_the_manifest_counts_are_exact() {
     .unwrap();
     assert_eq!(
         row,
-        (alone.author, alone.title.clone(), alone.content.clone(), alone.created_at)
+        (
+            alone.author,
+            alone.title.clone(),
+            alone.content.clone(),
+            alone.created_at
+        )
     );
     let likes: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM question_likes WHERE question_id = 124")
@@ -49,17 +54,41 @@ async fn any_row_is_regenerated_alone_and_the_manifest_counts_are_exact() {
     assert!(liked.iter().any(|&n| n >= 3), "{liked:?}");
     assert_eq!(liked.iter().sum::<i64>() as u64, seeded.likes);
 
-    // Every manifest count is what a search (and LIKE) returns.
+    // Every manifest count is what a search returns, and what LIKE counts
+    // (SQLite's LIKE folds ASCII case; `%` and `_` would be wildcards).
     app.wait_indexed().await;
     let manifest = &seeded.manifest;
     assert_eq!(manifest.rows, seeded.questions + seeded.reviews);
-    for class in ["1 char >80%", "2 chars ~10%", "4+ chars 1 row", "Latin/code ~1%"] {
-        assert!(manifest.classes.contains_key(class), "{class} missing: {manifest:?}");
+    for class in [
+        "1 char >80%",
+        "2 chars ~10%",
+        "4+ chars 1 row",
+        "Latin/code ~1%",
+    ] {
+        assert!(
+            manifest.classes.contains_key(class),
+            "{class} missing: {manifest:?}"
+        );
     }
     for (class, words) in &manifest.classes {
         for word in words {
             let total = app.search(&word.keyword, "&size=1").await["total"].as_u64();
             assert_eq!(total, Some(word.rows), "{class}: {}", word.keyword);
+            if word.keyword.contains(['%', '_']) {
+                continue;
+            }
+            let like = format!("%{}%", word.keyword);
+            let rows: i64 = sqlx::query_scalar(
+                "SELECT (SELECT COUNT(*) FROM questions WHERE title LIKE ? OR content LIKE ?) \
+                 + (SELECT COUNT(*) FROM reviews WHERE content LIKE ?)",
+            )
+            .bind(&like)
+            .bind(&like)
+            .bind(&like)
+            .fetch_one(&app.db().pool)
+            .await
+            .unwrap();
+            assert_eq!(rows as u64, word.rows, "LIKE for {class}: {}", word.keyword);
         }
     }
     app.finish().await;
