@@ -45,6 +45,10 @@ pub struct Answer {
     /// The applied outbox position when it was computed.
     pub watermark: i64,
     pub computed_at_ms: i64,
+    /// `hits` as JSON, made once: a hot answer is served thousands of times
+    /// a second and need not be serialized each time.
+    #[serde(skip)]
+    pub hits_json: std::sync::OnceLock<Box<serde_json::value::RawValue>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -452,6 +456,7 @@ mod tests {
             next_cursor: None,
             watermark,
             computed_at_ms: now_ms(),
+            hits_json: Default::default(),
         }
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::State;
-use axum::http::HeaderName;
+use axum::http::{header, HeaderName, HeaderValue};
 use axum::Json;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -277,7 +277,7 @@ async fn search_handler(
     State(state): State<AppState>,
     ClientIp(client): ClientIp,
     ApiQuery(params): ApiQuery<SearchParams>,
-) -> Result<([(HeaderName, String); 1], Json<SearchResponse>)> {
+) -> Result<([(HeaderName, HeaderValue); 2], Vec<u8>)> {
     let started = Instant::now();
     let request = to_request(&params, &state.input, &state.cursor_key)?;
     // Time spent in the index, when the cache did not answer.
@@ -311,6 +311,7 @@ async fn search_handler(
                 next_cursor,
                 watermark,
                 computed_at_ms,
+                hits_json: Default::default(),
             })
         }
     };
@@ -342,14 +343,37 @@ async fn search_handler(
         ms(took.saturating_sub(index)),
         ms(index)
     );
-    let body = SearchResponse {
+    // The shape of `SearchResponse`, with the hits' JSON made once per answer.
+    #[derive(Serialize)]
+    struct Body<'a> {
+        total: u64,
+        hits: &'a serde_json::value::RawValue,
+        next_cursor: &'a Option<String>,
+        took_ms: f64,
+        cache: CacheStatus,
+    }
+    let hits = answer.hits_json.get_or_init(|| {
+        serde_json::value::to_raw_value(&answer.hits).expect("hits serialize to json")
+    });
+    let body = serde_json::to_vec(&Body {
         total: answer.total,
-        hits: answer.hits.clone(),
-        next_cursor: answer.next_cursor.clone(),
+        hits,
+        next_cursor: &answer.next_cursor,
         took_ms: ms(took),
         cache,
-    };
-    Ok(([(SERVER_TIMING.clone(), timing)], Json(body)))
+    })
+    .expect("search response serializes to json");
+    let headers = [
+        (
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ),
+        (
+            SERVER_TIMING.clone(),
+            HeaderValue::from_str(&timing).expect("ascii timing"),
+        ),
+    ];
+    Ok((headers, body))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

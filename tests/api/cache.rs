@@ -304,6 +304,7 @@ fn answer(watermark: i64) -> Answer {
         next_cursor: None,
         watermark,
         computed_at_ms: chaja::db::now_ms(),
+        hits_json: Default::default(),
     }
 }
 
