@@ -4,7 +4,7 @@ use tracing_subscriber::EnvFilter;
 
 pub fn init(format: &str) {
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,tantivy=warn,sqlx=warn"));
+        .unwrap_or_else(|_| EnvFilter::new("info,tantivy=warn,sqlx=warn,lindera_dictionary=error"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     if format == "json" {
         builder.json().init();
