@@ -38,19 +38,19 @@ if [ -n "${MANIFEST:-}" ]; then mix=(--manifest "$MANIFEST"); fi
 hot=${HOT_KEYWORD:-있습니다}
 
 serve CHAJA_CACHE_L1_MB=0
-run search-10-nocache search 10 "${mix[@]}"
-run search-100-nocache search 100 "${mix[@]}"
+run search-10-nocache search 10 ${mix[@]+"${mix[@]}"}
+run search-100-nocache search 100 ${mix[@]+"${mix[@]}"}
 run hot-100-nocache search 100 --keyword "$hot"
 stop
 serve CHAJA_CACHE_L1_MB=64
-run search-100-l1 search 100 "${mix[@]}"
+run search-100-l1 search 100 ${mix[@]+"${mix[@]}"}
 run hot-100-l1 search 100 --keyword "$hot"
 stop
 export CHAJA_CACHE_PREFIX="chaja-bench-$(date +%s)"  # a fresh L2
 serve CHAJA_CACHE_L1_MB=64 REDIS_URL=redis://127.0.0.1:6379
-run search-100-l1l2 search 100 "${mix[@]}"
+run search-100-l1l2 search 100 ${mix[@]+"${mix[@]}"}
 run hot-100-l1l2 search 100 --keyword "$hot"
-run flow-100 flow 100 "${mix[@]}"
+run flow-100 flow 100 ${mix[@]+"${mix[@]}"}
 # 90% searches, 10% writes polled (on page 2, never cached) until found.
-run mixed-100 mixed 100 "${mix[@]}"
+run mixed-100 mixed 100 ${mix[@]+"${mix[@]}"}
 stop

@@ -128,8 +128,11 @@ impl Drop for Refreshing {
     fn drop(&mut self) {
         self.set.lock().expect("refresh lock").remove(&self.key);
         if let Some((l2, token)) = self.lock.take() {
-            let key = self.key.clone();
-            tokio::spawn(async move { l2.unlock(&key, &token).await });
+            // Without a runtime (shutting down) the lock just expires.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let key = self.key.clone();
+                runtime.spawn(async move { l2.unlock(&key, &token).await });
+            }
         }
     }
 }
@@ -143,11 +146,13 @@ impl SearchCache {
         let l1 = moka::future::Cache::builder()
             .max_capacity(settings.l1_bytes)
             .weigher(|key: &String, entry: &Arc<Entry>| {
+                // Text counted twice: once in `hits`, once in the JSON made
+                // from them when the answer is first served.
                 let hits: usize = entry
                     .answer
                     .hits
                     .iter()
-                    .map(|h| 128 + h.snippet.len() + h.title.as_ref().map_or(0, String::len))
+                    .map(|h| 128 + 2 * (h.snippet.len() + h.title.as_ref().map_or(0, String::len)))
                     .sum();
                 u32::try_from(key.len() + hits).unwrap_or(u32::MAX)
             })
@@ -538,7 +543,9 @@ mod tests {
             });
         }
         for _ in 0..199 {
-            let status = requests.join_next().await.unwrap().unwrap();
+            let next = tokio::time::timeout(Duration::from_secs(30), requests.join_next());
+            let status = next.await.expect("199 answers without the recompute");
+            let status = status.unwrap().unwrap();
             assert!(status.hit && status.stale, "{status:?}");
         }
         release.add_permits(1);

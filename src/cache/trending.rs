@@ -33,10 +33,12 @@ pub const WINDOWS: [(&str, i64); 3] = [
 const BUCKETS_PER_WINDOW: i64 = 12;
 
 /// Distinct keywords counted per bucket: a flood of unique queries cannot
-/// grow memory (here or in Redis) without bound.
+/// grow memory (here or in Redis) without bound. First come, first
+/// counted: once a bucket is full, new keywords wait for the next one.
 const BUCKET_CAP: usize = 5_000;
 
-/// Once-per-client marks kept in process, per window.
+/// Once-per-client marks kept in process, per window; past that many
+/// (client, keyword) pairs moka evicts some, and those may count again.
 const LOCAL_MARKS: u64 = 200_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]

@@ -227,8 +227,10 @@ struct CursorBody {
     r: Rank,
     /// The query it belongs to.
     f: String,
-    /// The query's reference time (`Request::now`).
-    t: i64,
+    /// The query's reference time (`Request::now`); absent in cursors
+    /// issued before it existed.
+    #[serde(default)]
+    t: Option<i64>,
 }
 
 /// `base64(json).base64(mac)`: opaque to clients, and a changed byte is a 400
@@ -237,7 +239,7 @@ pub fn encode_cursor(rank: Rank, request: &Request, key: &[u8; 32]) -> String {
     let body = serde_json::to_vec(&CursorBody {
         r: rank,
         f: fingerprint(request),
-        t: request.now,
+        t: Some(request.now),
     })
     .expect("cursor serializes");
     let mac = blake3::keyed_hash(key, &body);
@@ -264,7 +266,7 @@ fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<(Rank
             "cursor belongs to another query, sort or filter",
         ));
     }
-    Ok((cursor.r, cursor.t))
+    Ok((cursor.r, cursor.t.unwrap_or(request.now)))
 }
 
 /// The cache key: everything that changes a first page, normalized.

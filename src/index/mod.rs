@@ -389,6 +389,13 @@ mod tests {
             now: 0,
         };
         assert_eq!(search(&generation, &request).unwrap().total, 5);
+        generation.totals.run_pending_tasks();
+        let segments = generation.reader.searcher().segment_readers().len() as u64;
+        assert_eq!(
+            generation.totals.entry_count(),
+            segments,
+            "one total per segment"
+        );
         assert_eq!(search(&generation, &request).unwrap().total, 5);
         writer.delete(Kind::Question, 3);
         writer.commit(2).unwrap();

@@ -45,10 +45,12 @@ pub enum Analyzer {
 }
 
 impl Analyzer {
-    /// `ko-dic` or `words`; recorded with each index generation.
+    /// `ko-dic-2`, `words` or `off`; recorded with each index generation.
     pub fn name(&self) -> &'static str {
         match self {
-            Analyzer::Korean(_) => "ko-dic",
+            // The rules below change what a token yields: a new version
+            // tells `chaja serve` that older generations need a reindex.
+            Analyzer::Korean(_) => "ko-dic-2",
             Analyzer::Words => "words",
             Analyzer::Off => "off",
         }

@@ -276,7 +276,17 @@ fn totals_key(request: &Request) -> String {
     let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
     let f = &request.filter;
     let kind = f.kind.map(Kind::as_str);
-    serde_json::json!([keywords, kind, f.author_id, f.from, f.to, request.morph]).to_string()
+    let analyzer = morph::analyzer().name();
+    serde_json::json!([
+        keywords,
+        kind,
+        f.author_id,
+        f.from,
+        f.to,
+        request.morph,
+        analyzer
+    ])
+    .to_string()
 }
 
 /// The one term a query is, when it is one: its total is a document count.
@@ -346,9 +356,12 @@ pub fn search_split(
             ),
             _ => generation.totals.get(&key),
         };
-        if known_total.is_none() && max > split_docs {
-            tasks.push((ord as u32, 0..max / 2, None));
-            tasks.push((ord as u32, max / 2..max, None));
+        // A known total still leaves the top-k to find: halves keep both
+        // cores busy for the orders that cannot stop early. The first half
+        // carries the segment's total, the second adds nothing to it.
+        if max > split_docs {
+            tasks.push((ord as u32, 0..max / 2, known_total));
+            tasks.push((ord as u32, max / 2..max, known_total.map(|_| 0)));
         } else {
             tasks.push((ord as u32, 0..max, known_total));
         }

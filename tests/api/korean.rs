@@ -13,7 +13,7 @@ fn analyzer() -> &'static morph::Analyzer {
     let analyzer = morph::init(&ko_dic());
     assert_eq!(
         analyzer.name(),
-        "ko-dic",
+        "ko-dic-2",
         "build the dictionary first: .ci/run, or chaja dict build (see README)"
     );
     analyzer
