@@ -349,8 +349,9 @@ impl Server {
         command
             .arg("serve")
             .env("RUST_LOG", "info,tantivy=info")
-            .stdout(std::process::Stdio::null())
-            .stderr(log.map_or_else(std::process::Stdio::null, std::process::Stdio::from));
+            // Logs go to stdout.
+            .stdout(log.map_or_else(std::process::Stdio::null, std::process::Stdio::from))
+            .stderr(std::process::Stdio::null());
         for (key, value) in envs {
             command.env(key, value);
         }
