@@ -9,7 +9,7 @@
 
 use std::hint::black_box;
 
-use chaja::index::search::{search, Filter, Request, Sort};
+use chaja::index::search::{search, Request};
 use chaja::index::SearchIndex;
 use chaja::seed::Manifest;
 use chaja::text::parse_query;
@@ -30,16 +30,7 @@ fn engine(c: &mut Criterion) {
     let generation = index.live();
     let mut group = c.benchmark_group("top10_exact_total");
     for (class, word) in manifest.representatives() {
-        let request = Request {
-            keywords: parse_query(&word.keyword),
-            filter: Filter::default(),
-            sort: Sort::Recent,
-            offset: 0,
-            limit: 10,
-            after: None,
-            morph: false,
-            now: 0,
-        };
+        let request = Request::newest_first(parse_query(&word.keyword), 10);
         let total = search(&generation, &request).expect("search").total;
         assert_eq!(
             total, word.rows,

@@ -19,7 +19,7 @@
 use std::time::{Duration, Instant};
 
 use chaja::db::Db;
-use chaja::index::search::{search, Filter, Request, Sort};
+use chaja::index::search::{search, Request};
 use chaja::index::SearchIndex;
 use chaja::mirror::reindex::reindex;
 use chaja::seed::Manifest;
@@ -133,16 +133,7 @@ async fn main() {
     };
     let mut measured = Vec::new();
     for (class, q) in &keywords {
-        let request = Request {
-            keywords: parse_query(q),
-            filter: Filter::default(),
-            sort: Sort::Recent,
-            offset: 0,
-            limit: 10,
-            after: None,
-            morph: false,
-            now: 0,
-        };
+        let request = Request::newest_first(parse_query(q), 10);
         // The first run counts every segment and reads the postings; later
         // runs reuse the per-segment totals. Recorded apart, then 2 more
         // warm-up runs.

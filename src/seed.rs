@@ -116,6 +116,15 @@ pub struct GeneratedQuestion {
     pub first_liker: i64,
 }
 
+impl GeneratedQuestion {
+    /// The searchable text of each row: the question (title and content,
+    /// on two lines, so no keyword spans them), then each review.
+    fn rows(&self) -> impl Iterator<Item = String> + '_ {
+        std::iter::once(format!("{}\n{}", self.title, self.content))
+            .chain(self.reviews.iter().map(|r| r.content.clone()))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct GeneratedReview {
     pub author: i64,
@@ -392,10 +401,8 @@ impl KeywordCounter {
         let sample: Vec<String> = (0..SAMPLE_QUESTIONS.min(generator.rows))
             .into_par_iter()
             .flat_map_iter(|i| {
-                let q = generator.question(i);
-                let mut texts = vec![normalize(&format!("{}\n{}", q.title, q.content))];
-                texts.extend(q.reviews.iter().map(|r| normalize(&r.content)));
-                texts
+                let rows: Vec<String> = generator.question(i).rows().collect();
+                rows.into_iter().map(|row| normalize(&row))
             })
             .collect();
         let mut in_rows: HashMap<&str, u32> = HashMap::new();
@@ -459,11 +466,7 @@ impl KeywordCounter {
     fn count(&mut self, batch: &[GeneratedQuestion]) {
         let found: Vec<Vec<usize>> = batch
             .par_iter()
-            .flat_map_iter(|q| {
-                let mut rows = vec![format!("{}\n{}", q.title, q.content)];
-                rows.extend(q.reviews.iter().map(|r| r.content.clone()));
-                rows
-            })
+            .flat_map_iter(GeneratedQuestion::rows)
             .map(|row| {
                 let text = normalize(&row);
                 let mut ids: Vec<usize> = self

@@ -51,6 +51,25 @@ pub struct Answer {
     pub hits_json: std::sync::OnceLock<Box<serde_json::value::RawValue>>,
 }
 
+impl Answer {
+    pub fn new(
+        total: u64,
+        hits: Vec<HitBody>,
+        next_cursor: Option<String>,
+        watermark: i64,
+        computed_at_ms: i64,
+    ) -> Answer {
+        Answer {
+            total,
+            hits,
+            next_cursor,
+            watermark,
+            computed_at_ms,
+            hits_json: Default::default(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CacheStatus {
     pub hit: bool,
@@ -455,14 +474,7 @@ mod tests {
     use super::*;
 
     fn answer(watermark: i64) -> Answer {
-        Answer {
-            total: 1,
-            hits: Vec::new(),
-            next_cursor: None,
-            watermark,
-            computed_at_ms: now_ms(),
-            hits_json: Default::default(),
-        }
+        Answer::new(1, Vec::new(), None, watermark, now_ms())
     }
 
     fn cache(grace_ms: u64, progress: &Arc<Progress>) -> SearchCache {

@@ -67,14 +67,19 @@ pub struct ApiDoc;
 
 /// The OpenAPI document the server serves at `/api-docs/openapi.json`.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    OpenApiRouter::<AppState>::with_openapi(ApiDoc::openapi())
+    api().into_openapi()
+}
+
+/// Every module's routes, documented: served by `router`, described by
+/// `openapi`.
+fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(search::router())
         .merge(suggest::router())
         .merge(platform::router())
         .merge(health::router())
         .merge(admin::router())
         .merge(prometheus::router())
-        .into_openapi()
 }
 
 /// Limits on what a request may carry; each breach is a 4xx that says which.
@@ -128,14 +133,7 @@ pub fn router(state: AppState, limits: &Limits) -> Router {
     let body_limit = state.input.max_body_bytes;
     prometheus::install();
     let guard = ops::Guard::new(limits.api_key.clone(), limits.rate_per_second);
-    let (routes, api) = OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .merge(search::router())
-        .merge(suggest::router())
-        .merge(platform::router())
-        .merge(health::router())
-        .merge(admin::router())
-        .merge(prometheus::router())
-        .split_for_parts();
+    let (routes, api) = api().split_for_parts();
     let api = Arc::new(api);
     routes
         .route(

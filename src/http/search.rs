@@ -307,21 +307,18 @@ async fn search_handler(
                 }
                 _ => None,
             };
-            Ok(Answer {
-                total: response.total,
-                hits: response.hits.into_iter().map(HitBody::from).collect(),
+            Ok(Answer::new(
+                response.total,
+                response.hits.into_iter().map(HitBody::from).collect(),
                 next_cursor,
                 watermark,
                 computed_at_ms,
-                hits_json: Default::default(),
-            })
+            ))
         }
     };
     // Only first pages are cached: deep pages and cursor pages are rare per
     // key and would crowd out the hot set.
     let first_page = request.offset == 0 && request.after.is_none();
-    let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
-    let searched = keywords.join(" ");
     let (answer, cache) = if first_page {
         state
             .cache
@@ -334,7 +331,8 @@ async fn search_handler(
     // Trending counts searches that found something: a query nobody's
     // data answers is not a trend, and junk cannot fill the counters.
     if let (true, Some(client), true) = (first_page, client, answer.total > 0) {
-        state.trending.record(&searched, client);
+        let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
+        state.trending.record(&keywords.join(" "), client);
     }
     let took = started.elapsed();
     let index = index_time.lock().expect("timing lock").unwrap_or_default();

@@ -368,7 +368,7 @@ mod tests {
     /// the same: after a delete the total is counted again.
     #[test]
     fn cached_segment_totals_follow_deletes() {
-        use crate::index::search::{search, Request, Sort};
+        use crate::index::search::{search, Request};
         let dir = tempfile::tempdir().unwrap();
         let (generation, mut writer) = create_generation(dir.path(), 32 << 20).unwrap();
         for id in 1..=5 {
@@ -378,16 +378,7 @@ mod tests {
         }
         writer.commit(1).unwrap();
         generation.reader.reload().unwrap();
-        let request = Request {
-            keywords: crate::text::parse_query("바꿨습니다"),
-            filter: Default::default(),
-            sort: Sort::Recent,
-            offset: 0,
-            limit: 2,
-            after: None,
-            morph: false,
-            now: 0,
-        };
+        let request = Request::newest_first(crate::text::parse_query("바꿨습니다"), 2);
         assert_eq!(search(&generation, &request).unwrap().total, 5);
         generation.totals.run_pending_tasks();
         let segments = generation.reader.searcher().segment_readers().len() as u64;

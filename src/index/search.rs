@@ -132,6 +132,23 @@ pub struct Request {
     pub now: i64,
 }
 
+impl Request {
+    /// The first `limit` rows, newest first, with no filter: what a search
+    /// box asks for.
+    pub fn newest_first(keywords: Vec<Keyword>, limit: usize) -> Request {
+        Request {
+            keywords,
+            filter: Filter::default(),
+            sort: Sort::Recent,
+            offset: 0,
+            limit,
+            after: None,
+            morph: false,
+            now: 0,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub kind: Kind,

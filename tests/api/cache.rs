@@ -12,7 +12,7 @@ use chaja::mirror::Progress;
 use serde_json::Value;
 
 use crate::both_stores;
-use crate::helpers::{redis_url, spawn_app_with, Store, TestApp};
+use crate::helpers::{free_port, redis_url, spawn_app_with, Store, TestApp};
 
 both_stores!(
     answers_are_cached_until_the_index_moves,
@@ -207,12 +207,7 @@ impl RedisServer {
     }
 
     fn start() -> RedisServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        RedisServer::start_on(port)
+        RedisServer::start_on(free_port())
     }
 
     fn url(&self) -> String {
@@ -298,14 +293,7 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
 }
 
 fn answer(watermark: i64) -> Answer {
-    Answer {
-        total: 1,
-        hits: Vec::new(),
-        next_cursor: None,
-        watermark,
-        computed_at_ms: chaja::db::now_ms(),
-        hits_json: Default::default(),
-    }
+    Answer::new(1, Vec::new(), None, watermark, chaja::db::now_ms())
 }
 
 /// Two replicas sharing Redis: when a hot key expires on both, one of them

@@ -10,7 +10,7 @@ use serde_json::json;
 use chaja::mirror::verify::verify;
 
 use crate::both_stores;
-use crate::helpers::{spawn_app, spawn_app_with, Store};
+use crate::helpers::{free_port, spawn_app, spawn_app_with, Store};
 
 both_stores!(
     a_row_inserted_and_deleted_before_indexing_never_shows,
@@ -99,11 +99,7 @@ impl PrivateMariaDb {
             .status()
             .expect("mariadb-install-db (MariaDB server package) is installed");
         assert!(status.success());
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         PrivateMariaDb {
             datadir,
             port,

@@ -330,13 +330,22 @@ impl TestApp {
     }
 }
 
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// `chaja serve` as a separate process, killed when dropped so that a
 /// failing test leaves nothing running.
 pub struct Server(pub std::process::Child);
 
 impl Server {
+    /// Logs go to `CHAJA_TEST_SERVER_LOG` when it is set.
     pub fn start(envs: &[(&str, String)]) -> Server {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chaja"));
         let log = std::env::var("CHAJA_TEST_SERVER_LOG")
             .ok()
             .and_then(|path| {
@@ -346,6 +355,11 @@ impl Server {
                     .open(path)
                     .ok()
             });
+        Server::start_logged(envs, log)
+    }
+
+    pub fn start_logged(envs: &[(&str, String)], log: Option<std::fs::File>) -> Server {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chaja"));
         command
             .arg("serve")
             .env("RUST_LOG", "info,tantivy=info")

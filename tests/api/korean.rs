@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use chaja::index::morph;
 use serde_json::Value;
 
-use crate::helpers::{ko_dic, spawn_app, spawn_app_with, Store};
+use crate::helpers::{free_port, ko_dic, spawn_app, spawn_app_with, Server, Store};
 
 fn analyzer() -> &'static morph::Analyzer {
     let analyzer = morph::init(&ko_dic());
@@ -150,22 +150,14 @@ async fn suggestions_complete_initials_half_syllables_and_latin_typing() {
         suggest(&app, "클").await[..3],
         ["클라우드 네이티브", "클라우드", "클래스"]
     );
-    assert_eq!(
-        suggest(&app, "클라ㅇ").await,
-        ["클라우드 네이티브", "클라우드"]
-    );
-    assert_eq!(
-        suggest(&app, "클랑").await,
-        ["클라우드 네이티브", "클라우드"]
-    );
-    assert_eq!(
-        suggest(&app, "ㅋㄹㅇㄷ").await,
-        ["클라우드 네이티브", "클라우드"]
-    );
-    assert_eq!(
-        suggest(&app, "zmffkdnem").await,
-        ["클라우드 네이티브", "클라우드"]
-    );
+    // Half-typed syllables, 초성 and Latin-layout typing of 클라우드.
+    for typed in ["클라ㅇ", "클랑", "ㅋㄹㅇㄷ", "zmffkdnem"] {
+        assert_eq!(
+            suggest(&app, typed).await,
+            ["클라우드 네이티브", "클라우드"],
+            "{typed}"
+        );
+    }
     assert_eq!(suggest(&app, "ㄷㅋ").await, ["도커"]);
     // Particles never become suggestions.
     assert!(!suggest(&app, "클라우드")
@@ -185,25 +177,24 @@ async fn suggestions_complete_initials_half_syllables_and_latin_typing() {
 async fn without_a_dictionary_search_runs_on_ngrams_and_says_how_to_add_one() {
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("server.log");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_chaja"))
-        .arg("serve")
-        .env(
+    let port = free_port();
+    let envs = [
+        (
             "DATABASE_URL",
             format!("sqlite://{}/db?mode=rwc", dir.path().display()),
-        )
-        .env("CHAJA_INDEX_DIR", dir.path().join("index"))
-        .env("CHAJA_KO_DIC", dir.path().join("no-dictionary"))
-        .env("CHAJA_BIND", format!("127.0.0.1:{port}"))
-        .env("RUST_LOG", "info")
-        .stdout(std::fs::File::create(&log_path).unwrap())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        ),
+        (
+            "CHAJA_INDEX_DIR",
+            dir.path().join("index").display().to_string(),
+        ),
+        (
+            "CHAJA_KO_DIC",
+            dir.path().join("no-dictionary").display().to_string(),
+        ),
+        ("CHAJA_BIND", format!("127.0.0.1:{port}")),
+    ];
+    let log = std::fs::File::create(&log_path).unwrap();
+    let server = Server::start_logged(&envs, Some(log));
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -243,8 +234,7 @@ async fn without_a_dictionary_search_runs_on_ngrams_and_says_how_to_add_one() {
             .await
             .unwrap();
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert_eq!(log.matches("no korean dictionary").count(), 1, "{log}");
     assert!(log.contains("chaja dict build"), "{log}");

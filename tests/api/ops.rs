@@ -3,7 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::helpers::{spawn_app, spawn_app_with, Server, Store};
+use crate::helpers::{free_port, spawn_app, spawn_app_with, Server, Store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_need_the_api_key_and_reads_do_not() {
@@ -182,11 +182,7 @@ async fn sigterm_finishes_requests_and_exits_0() {
     let app = spawn_app(Store::Sqlite).await;
     let user = app.create_user("u").await;
     app.create_question(user, "종료", "본문").await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let dir = tempfile::tempdir().unwrap();
     let mut server = Server::start(&[
         ("DATABASE_URL", app.args.store.database_url.clone()),

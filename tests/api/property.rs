@@ -165,14 +165,10 @@ proptest! {
             let mut after = None;
             loop {
                 let request = Request {
-                    keywords: keywords.clone(),
                     filter,
                     sort,
-                    offset: 0,
-                    limit: size,
                     after,
-                    morph: false,
-                    now: 0,
+                    ..Request::newest_first(keywords.clone(), size)
                 };
                 let response = search_split(&generation, &request, split).unwrap();
                 prop_assert_eq!(response.total, expected.len() as u64, "total for {:?}", q);
