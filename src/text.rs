@@ -6,7 +6,7 @@
 //! through [`normalize`], so the index and a brute-force scan agree.
 
 use unicode_normalization::char::canonical_combining_class;
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 /// NFKC, then lowercase.
 ///
@@ -14,11 +14,35 @@ use unicode_normalization::UnicodeNormalization;
 /// the decomposed (NFD) Hangul that macOS writes. Lowercasing afterwards is
 /// the case folding `LIKE` does under a case-insensitive collation.
 pub fn normalize(text: &str) -> String {
+    // Indexing normalizes every row, so the common cases go fast. Text of
+    // ASCII and precomposed Hangul syllables only is already NFKC (none of
+    // them decompose or compose with each other) and lowercases bytewise.
+    if text
+        .chars()
+        .all(|c| c.is_ascii() || ('\u{AC00}'..='\u{D7A3}').contains(&c))
+    {
+        return text.to_ascii_lowercase();
+    }
     let mut out = String::with_capacity(text.len());
-    for c in text.nfkc() {
-        out.extend(c.to_lowercase());
+    // Otherwise most text is still NFKC, and skips the composition pass.
+    if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
+        text.chars().for_each(|c| push_lowercase(&mut out, c));
+    } else {
+        text.nfkc().for_each(|c| push_lowercase(&mut out, c));
     }
     out
+}
+
+/// `char::to_lowercase`, skipping its table search for ASCII and Hangul
+/// syllables, which are most of the text.
+fn push_lowercase(out: &mut String, c: char) {
+    if c.is_ascii() {
+        out.push(c.to_ascii_lowercase());
+    } else if ('\u{AC00}'..='\u{D7A3}').contains(&c) {
+        out.push(c);
+    } else {
+        out.extend(c.to_lowercase());
+    }
 }
 
 /// One required substring of a search query, already normalized.
@@ -256,6 +280,22 @@ mod tests {
         let nfd: String = "한글".nfd().collect();
         assert_ne!(nfd, "한글");
         assert_eq!(normalize(&nfd), "한글");
+    }
+
+    proptest::proptest! {
+        /// The fast paths change nothing: the definition is NFKC, then
+        /// lowercase, character by character.
+        #[test]
+        fn normalize_is_nfkc_then_lowercase(text in "(\\PC|[가-힣ㄱ-ㅎＡ-ｚA-Z\u{1100}-\u{11FF}\u{0300}-\u{036F}İΣ])*") {
+            let reference: String = text.nfkc().flat_map(char::to_lowercase).collect();
+            proptest::prop_assert_eq!(normalize(&text), reference);
+        }
+
+        #[test]
+        fn normalize_of_ascii_and_hangul_syllables(text in "[가-힣a-zA-Z0-9 .,!?\t\n]*") {
+            let reference: String = text.nfkc().flat_map(char::to_lowercase).collect();
+            proptest::prop_assert_eq!(normalize(&text), reference);
+        }
     }
 
     #[test]

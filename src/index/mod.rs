@@ -17,6 +17,7 @@ use std::sync::{Arc, RwLock};
 use serde::{Deserialize, Serialize};
 use tantivy::directory::MmapDirectory;
 use tantivy::schema::Term;
+use tantivy::tokenizer::WhitespaceTokenizer;
 use tantivy::{
     Index, IndexReader, IndexSettings, IndexSortByField, IndexWriter, Order, ReloadPolicy,
     TantivyDocument,
@@ -71,7 +72,11 @@ impl Generation {
         index
             .tokenizers()
             .register(UNIGRAM, GramTokenizer::unigram());
-        index.tokenizers().register(MORPH, morph::MorphTokenizer);
+        // The morphological fields hold morphemes found before the writer,
+        // joined by spaces (see `Morphemes`).
+        index
+            .tokenizers()
+            .register(MORPH, WhitespaceTokenizer::default());
         let fields = Fields::from_schema(&index.schema())?;
         // Reloaded by the writer right after each commit, so a write is
         // visible as soon as it is committed.
@@ -126,6 +131,16 @@ impl Generation {
             fields: self.fields,
         })
     }
+
+    /// A writer with `threads` indexing threads sharing `memory_budget`.
+    pub fn writer_with_threads(&self, memory_budget: usize, threads: usize) -> Result<DocWriter> {
+        let writer: IndexWriter<TantivyDocument> =
+            self.index.writer_with_num_threads(threads, memory_budget)?;
+        Ok(DocWriter {
+            writer,
+            fields: self.fields,
+        })
+    }
 }
 
 /// Commit payload: tantivy stores it in `meta.json` and never reads it.
@@ -144,6 +159,34 @@ fn read_payload(index: &Index) -> Result<Payload> {
     }
 }
 
+/// A row's morphemes, found before the row reaches the writer.
+///
+/// tantivy tokenizes on its own indexing threads; handing it the morphemes
+/// ready-made lets a rebuild run lindera on threads of its own. On two
+/// cores, one thread of each kind keeps both caches warm: 100k rows took
+/// 65 s instead of 77 s with both kinds of work on both threads. They go
+/// joined by spaces (morphemes have none) to a whitespace tokenizer:
+/// tantivy's pre-tokenized values make a JSON round trip per document.
+#[derive(Debug, Default)]
+pub struct Morphemes {
+    title: String,
+    content: String,
+}
+
+impl Morphemes {
+    pub fn of(doc: &Doc) -> Morphemes {
+        let analyzer = morph::analyzer();
+        Morphemes {
+            title: doc
+                .title
+                .as_deref()
+                .map(|t| analyzer.morphemes(t).join(" "))
+                .unwrap_or_default(),
+            content: analyzer.morphemes(&doc.content).join(" "),
+        }
+    }
+}
+
 /// The one writer of a generation: upserts, deletes, commits with the outbox
 /// position.
 pub struct DocWriter {
@@ -155,6 +198,14 @@ impl DocWriter {
     /// Replaces whatever the index holds for this row.
     pub fn upsert(&mut self, doc: &Doc) -> Result<()> {
         self.delete(doc.kind, doc.id);
+        self.add(doc, Morphemes::of(doc))
+    }
+
+    /// Adds a row the index does not hold yet, with its morphemes: a
+    /// rebuild reads each row once into an empty generation. Skipping the
+    /// delete matters there, since every delete is looked up in every
+    /// segment at commit.
+    pub fn add(&mut self, doc: &Doc, morphemes: Morphemes) -> Result<()> {
         let f = &self.fields;
         let mut d = TantivyDocument::new();
         d.add_u64(f.uid, doc.kind.uid(doc.id));
@@ -166,12 +217,12 @@ impl DocWriter {
             d.add_text(f.title, title);
             d.add_text(f.grams2, title);
             d.add_text(f.chars, title);
-            d.add_text(f.title_morph, title);
+            d.add_text(f.title_morph, morphemes.title);
         }
         d.add_text(f.content, &doc.content);
         d.add_text(f.grams2, &doc.content);
         d.add_text(f.chars, &doc.content);
-        d.add_text(f.content_morph, &doc.content);
+        d.add_text(f.content_morph, morphemes.content);
         self.writer.add_document(d)?;
         Ok(())
     }
@@ -212,8 +263,8 @@ impl SearchIndex {
         let generation = match current_generation(root)? {
             Some(id) => Generation::open(root, id)?,
             None => {
-                let (generation, mut writer) = create_generation(root, 1 << 26)?;
-                writer.commit(0)?;
+                let generation = create_generation(root)?;
+                generation.writer(1 << 26)?.commit(0)?;
                 publish(root, generation.id)?;
                 generation
             }
@@ -291,7 +342,7 @@ fn current_generation(root: &Path) -> Result<Option<u64>> {
 }
 
 /// Creates an empty generation after the newest one on disk.
-pub fn create_generation(root: &Path, memory_budget: usize) -> Result<(Generation, DocWriter)> {
+pub fn create_generation(root: &Path) -> Result<Generation> {
     std::fs::create_dir_all(root)?;
     let id = list_generations(root)?.last().copied().unwrap_or(0) + 1;
     let path = generation_path(root, id);
@@ -310,9 +361,7 @@ pub fn create_generation(root: &Path, memory_budget: usize) -> Result<(Generatio
         .settings(settings)
         .create_in_dir(&path)?;
     std::fs::write(path.join(ANALYZER_FILE), morph::analyzer().name())?;
-    let generation = Generation::from_index(id, path, index)?;
-    let writer = generation.writer(memory_budget)?;
-    Ok((generation, writer))
+    Generation::from_index(id, path, index)
 }
 
 /// Makes generation `id` the one `CURRENT` names, atomically.
@@ -346,7 +395,8 @@ mod tests {
     #[test]
     fn upserts_never_leave_duplicates() {
         let dir = tempfile::tempdir().unwrap();
-        let (generation, mut writer) = create_generation(dir.path(), 32 << 20).unwrap();
+        let generation = create_generation(dir.path()).unwrap();
+        let mut writer = generation.writer(32 << 20).unwrap();
         let mut version = 0;
         for round in 0..150i64 {
             for i in 0..40i64 {
@@ -370,7 +420,8 @@ mod tests {
     fn cached_segment_totals_follow_deletes() {
         use crate::index::search::{search, Request};
         let dir = tempfile::tempdir().unwrap();
-        let (generation, mut writer) = create_generation(dir.path(), 32 << 20).unwrap();
+        let generation = create_generation(dir.path()).unwrap();
+        let mut writer = generation.writer(32 << 20).unwrap();
         for id in 1..=5 {
             let mut d = doc(id, 1);
             d.content = "설정을 바꿨습니다".to_owned();

@@ -11,13 +11,14 @@
 //! chaja says once how to add one.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use lindera::dictionary::{load_dictionary, DictionaryBuilder, Metadata};
+use lindera::dictionary::{load_dictionary, DictionaryBuilder, Lattice, Metadata};
 use lindera::mode::Mode;
 use lindera::segmenter::Segmenter;
-use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+use lindera::token::Token;
 
 use crate::error::{Error, Result};
 use crate::text::normalize;
@@ -60,7 +61,7 @@ impl Analyzer {
     pub fn morphemes(&self, text: &str) -> Vec<String> {
         let text = normalize(text);
         match self {
-            Analyzer::Korean(segmenter) => korean_morphemes(segmenter, &text),
+            Analyzer::Korean(segmenter) => content_morphemes(segmenter, &text),
             Analyzer::Words => text
                 .split(|c: char| !c.is_alphanumeric())
                 .filter(|w| !w.is_empty())
@@ -71,41 +72,74 @@ impl Analyzer {
     }
 }
 
-fn korean_morphemes(segmenter: &Segmenter, text: &str) -> Vec<String> {
-    let Ok(tokens) = segmenter.segment(Cow::Borrowed(text)) else {
+/// The content morphemes of normalized `text`.
+pub fn content_morphemes(segmenter: &Segmenter, text: &str) -> Vec<String> {
+    thread_local! {
+        /// lindera's Viterbi lattice, kept between calls: a new one per
+        /// call regrows its buffers for every text.
+        static LATTICE: RefCell<Lattice> = RefCell::default();
+        /// What each dictionary entry met so far contributes. Reading an
+        /// entry's details allocates and parses them, a tenth of the
+        /// analysis time; the entries in use are a few tens of thousands.
+        static KEEP: RefCell<foldhash::HashMap<(bool, bool, u32), Keep>> = RefCell::default();
+    }
+    let segmented = LATTICE
+        .with_borrow_mut(|lattice| segmenter.segment_with_lattice(Cow::Borrowed(text), lattice));
+    let Ok(tokens) = segmented else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for mut token in tokens {
-        let surface = token.surface.to_string();
-        let details = token.details();
-        let tag = details.first().copied().unwrap_or("");
-        let first = tag.split('+').next().unwrap_or("");
-        // A token that fuses a content morpheme with what follows (했 =
-        // 하/VV + 았/EP, 가운덴 = 가운데/NNG + ㄴ/JX) spells its parts out in
-        // the expression column; the first is the one kept.
-        let head = || -> String {
-            if tag.contains('+') {
-                details
-                    .get(7)
-                    .and_then(|e| e.split('/').next())
-                    .filter(|h| !h.is_empty() && *h != "*")
-                    .unwrap_or(&surface)
-                    .to_owned()
-            } else {
-                surface.clone()
+    KEEP.with_borrow_mut(|known| {
+        let mut out = Vec::new();
+        for mut token in tokens {
+            let id = &token.word_id;
+            let key = (id.is_unknown(), id.is_system(), id.id());
+            let keep = *known.entry(key).or_insert_with(|| keep(&mut token));
+            match keep {
+                Keep::Nothing => {}
+                Keep::Surface => out.push(token.surface.into_owned()),
+                Keep::Head => out.push(head(&mut token)),
             }
-        };
-        match first {
-            // Words the dictionary does not know (new product names, 챗지피티)
-            // are kept as nouns: they are often what a query is about.
-            "NNG" | "NNP" | "NR" | "XR" | "SL" | "SH" | "SN" | "UNKNOWN" | "VV" | "VA" => {
-                out.push(head())
-            }
-            _ => {}
         }
+        out
+    })
+}
+
+/// What a token adds to the morphological fields.
+#[derive(Clone, Copy)]
+enum Keep {
+    Nothing,
+    Surface,
+    /// The first morpheme of its expression column (see [`head`]).
+    Head,
+}
+
+fn keep(token: &mut Token) -> Keep {
+    let tag = token.details_iter().next().unwrap_or("");
+    match tag.split('+').next().unwrap_or("") {
+        // Words the dictionary does not know (new product names, 챗지피티)
+        // are kept as nouns: they are often what a query is about.
+        "NNG" | "NNP" | "NR" | "XR" | "SL" | "SH" | "SN" | "UNKNOWN" | "VV" | "VA" => {
+            if tag.contains('+') {
+                Keep::Head
+            } else {
+                Keep::Surface
+            }
+        }
+        _ => Keep::Nothing,
     }
-    out
+}
+
+/// A token that fuses a content morpheme with what follows (했 = 하/VV +
+/// 았/EP, 가운덴 = 가운데/NNG + ㄴ/JX) spells its parts out in the
+/// expression column; the first is the one kept.
+fn head(token: &mut Token) -> String {
+    let surface = token.surface.to_string();
+    token
+        .details_iter()
+        .nth(7)
+        .and_then(|e| e.split('/').next())
+        .filter(|h| !h.is_empty() && *h != "*")
+        .map_or(surface, str::to_owned)
 }
 
 /// Loads the dictionary at `dir` for this process, or falls back to words
@@ -172,46 +206,4 @@ pub fn build_dictionary(from: &Path, out: &Path) -> Result<()> {
         .map_err(|e| Error::Dictionary(e.to_string()));
     std::fs::remove_file(&freq)?;
     built
-}
-
-/// The tantivy side: one token per morpheme, positions in order.
-#[derive(Clone)]
-pub struct MorphTokenizer;
-
-pub struct MorphStream {
-    tokens: Vec<Token>,
-    next: usize,
-}
-
-impl Tokenizer for MorphTokenizer {
-    type TokenStream<'a> = MorphStream;
-
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> MorphStream {
-        let tokens = analyzer()
-            .morphemes(text)
-            .into_iter()
-            .enumerate()
-            .map(|(position, text)| Token {
-                position,
-                text,
-                ..Token::default()
-            })
-            .collect();
-        MorphStream { tokens, next: 0 }
-    }
-}
-
-impl TokenStream for MorphStream {
-    fn advance(&mut self) -> bool {
-        self.next += 1;
-        self.next <= self.tokens.len()
-    }
-
-    fn token(&self) -> &Token {
-        &self.tokens[self.next - 1]
-    }
-
-    fn token_mut(&mut self) -> &mut Token {
-        &mut self.tokens[self.next - 1]
-    }
 }

@@ -8,11 +8,12 @@
 use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
 use tokio::sync::mpsc;
 
 use crate::db::{outbox, Db};
 use crate::error::Result;
-use crate::index::{create_generation, publish};
+use crate::index::{create_generation, publish, Morphemes};
 use crate::model::{Doc, Kind};
 
 const PAGE: i64 = 1000;
@@ -27,6 +28,7 @@ pub struct Rebuilt {
 /// Builds a new generation from the tables and publishes it. A serving
 /// process picks it up on its indexer's next round.
 pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -> Result<Rebuilt> {
+    let started = std::time::Instant::now();
     // Pruned rows were applied by everyone; an empty outbox after a prune
     // still has a position.
     let outbox_seq = outbox::max_seq(db)
@@ -48,9 +50,24 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
     };
 
     let root = root.to_path_buf();
+    // Half the cores analyse Korean, the other half run tantivy's
+    // indexing threads (see `index::Morphemes`).
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let analysing = (cores / 2).max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(analysing)
+        .thread_name(|i| format!("chaja-analyse-{i}"))
+        .build()
+        .map_err(std::io::Error::other)?;
     let (generation, mut writer) = {
         let root = root.clone();
-        tokio::task::spawn_blocking(move || create_generation(&root, memory)).await??
+        let indexing_threads = cores.saturating_sub(analysing).max(1);
+        tokio::task::spawn_blocking(move || -> Result<_> {
+            let generation = create_generation(&root)?;
+            let writer = generation.writer_with_threads(memory, indexing_threads)?;
+            Ok((generation, writer))
+        })
+        .await??
     };
     let generation_id = generation.id;
     let generation_path = generation.path.clone();
@@ -68,8 +85,10 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
     let indexing = tokio::task::spawn_blocking(move || -> Result<u64> {
         let mut docs = 0u64;
         while let Some(page) = rx.blocking_recv() {
-            for doc in &page {
-                writer.upsert(doc)?;
+            let morphemes: Vec<Morphemes> =
+                pool.install(|| page.par_iter().map(Morphemes::of).collect());
+            for (doc, morphemes) in page.iter().zip(morphemes) {
+                writer.add(doc, morphemes)?;
             }
             docs += page.len() as u64;
         }
@@ -98,6 +117,11 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
         }
     }
     drop(tx);
+    tracing::info!(
+        generation = generation_id,
+        elapsed_secs = started.elapsed().as_secs(),
+        "reindex read every row; committing"
+    );
     let indexed = indexing.await?;
     let docs = match (read_error, indexed) {
         (None, Ok(docs)) => docs,
@@ -113,6 +137,7 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
         generation = generation_id,
         docs,
         outbox_seq,
+        elapsed_secs = started.elapsed().as_secs(),
         "reindex published"
     );
     Ok(Rebuilt {

@@ -69,7 +69,8 @@ fn keyword() -> impl Strategy<Value = String> {
 
 fn build(docs: &[Doc], deleted: &[usize]) -> (tempfile::TempDir, Generation) {
     let dir = tempfile::tempdir().unwrap();
-    let (generation, mut writer) = create_generation(dir.path(), 16 << 20).unwrap();
+    let generation = create_generation(dir.path()).unwrap();
+    let mut writer = generation.writer(16 << 20).unwrap();
     // Two commits, so there are two segments and deletes in the first.
     let half = docs.len() / 2;
     for doc in &docs[..half] {
