@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 
 use crate::db::{outbox, Db};
 use crate::error::Result;
+use crate::index::morph::{self, Analyzer};
 use crate::index::{create_generation, publish, Morphemes};
 use crate::model::{Doc, Kind};
 
@@ -50,15 +51,24 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
     };
 
     let root = root.to_path_buf();
-    // Half the cores analyse Korean, the other half run tantivy's
-    // indexing threads (see `index::Morphemes`).
+    // With a dictionary, half the cores analyse Korean and the other half
+    // run tantivy's indexing threads (see `index::Morphemes`); without one
+    // there is little to analyse and tantivy gets every core.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let analysing = (cores / 2).max(1);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(analysing)
-        .thread_name(|i| format!("chaja-analyse-{i}"))
-        .build()
-        .map_err(std::io::Error::other)?;
+    let analysing = match morph::analyzer() {
+        Analyzer::Korean(_) => (cores / 2).max(1),
+        Analyzer::Words | Analyzer::Off => 0,
+    };
+    let pool = match analysing {
+        0 => None,
+        n => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("chaja-analyse-{i}"))
+                .build()
+                .map_err(std::io::Error::other)?,
+        ),
+    };
     let (generation, mut writer) = {
         let root = root.clone();
         let indexing_threads = cores.saturating_sub(analysing).max(1);
@@ -85,8 +95,10 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
     let indexing = tokio::task::spawn_blocking(move || -> Result<u64> {
         let mut docs = 0u64;
         while let Some(page) = rx.blocking_recv() {
-            let morphemes: Vec<Morphemes> =
-                pool.install(|| page.par_iter().map(Morphemes::of).collect());
+            let morphemes: Vec<Morphemes> = match &pool {
+                Some(pool) => pool.install(|| page.par_iter().map(Morphemes::of).collect()),
+                None => page.iter().map(Morphemes::of).collect(),
+            };
             for (doc, morphemes) in page.iter().zip(morphemes) {
                 writer.add(doc, morphemes)?;
             }
