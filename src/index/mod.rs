@@ -132,8 +132,12 @@ impl Generation {
         })
     }
 
-    /// A writer with `threads` indexing threads sharing `memory_budget`.
+    /// A writer with up to `threads` indexing threads sharing
+    /// `memory_budget`: as many as the budget allows, as `Index::writer`
+    /// does. tantivy refuses less than 15 MB per thread (its
+    /// `MEMORY_BUDGET_NUM_BYTES_MIN`, not exported) and more than 8 threads.
     pub fn writer_with_threads(&self, memory_budget: usize, threads: usize) -> Result<DocWriter> {
+        let threads = threads.min(8).min(memory_budget / 15_000_000).max(1);
         let writer: IndexWriter<TantivyDocument> =
             self.index.writer_with_num_threads(threads, memory_budget)?;
         Ok(DocWriter {
@@ -176,6 +180,9 @@ pub struct Morphemes {
 impl Morphemes {
     pub fn of(doc: &Doc) -> Morphemes {
         let analyzer = morph::analyzer();
+        if let morph::Analyzer::Off = analyzer {
+            return Morphemes::default();
+        }
         Morphemes {
             title: doc
                 .title

@@ -72,8 +72,10 @@ impl Analyzer {
     }
 }
 
-/// The content morphemes of normalized `text`.
-pub fn content_morphemes(segmenter: &Segmenter, text: &str) -> Vec<String> {
+/// The content morphemes of normalized `text`. Only for the process's one
+/// analyzer (see [`init`]): what each dictionary entry contributes is
+/// remembered by its id alone.
+fn content_morphemes(segmenter: &Segmenter, text: &str) -> Vec<String> {
     thread_local! {
         /// lindera's Viterbi lattice, kept between calls: a new one per
         /// call regrows its buffers for every text.

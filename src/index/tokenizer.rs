@@ -40,8 +40,8 @@ pub fn normalize_for_indexing(text: &str) -> Arc<str> {
 pub struct GramTokenizer {
     n: usize,
     /// Each gram once per text, for fields that keep doc ids only: repeats
-    /// change nothing there but cost tantivy a hash lookup each (a quarter
-    /// of the unigrams and bigrams of Korean prose are repeats).
+    /// change nothing there but cost tantivy a hash lookup each, and in a
+    /// row of Korean prose most characters and many bigrams are repeats.
     distinct: bool,
 }
 

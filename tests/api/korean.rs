@@ -32,6 +32,27 @@ fn particles_and_endings_are_dropped_and_stems_kept() {
     assert!(a.morphemes("니다").is_empty());
 }
 
+/// The index gets morphemes joined by spaces and split again by tantivy's
+/// whitespace tokenizer, while queries look morphemes up whole: a morpheme
+/// with ASCII whitespace inside would never match.
+#[test]
+fn morphemes_survive_the_whitespace_round_trip() {
+    use tantivy::tokenizer::{TokenStream, Tokenizer, WhitespaceTokenizer};
+    let a = analyzer();
+    let text = "윈도우\r\n줄바꿈\t탭\u{3000}전각공백 Spring\u{00A0}Boot v1.2.3 \
+                foo_bar-baz \u{000C}폼피드 ＦＵＬＬ　ＷＩＤＴＨ 챗지피티";
+    let morphemes = a.morphemes(text);
+    assert!(morphemes.len() >= 8, "{morphemes:?}");
+    let joined = morphemes.join(" ");
+    let mut tokenizer = WhitespaceTokenizer::default();
+    let mut stream = tokenizer.token_stream(&joined);
+    let mut split = Vec::new();
+    while stream.advance() {
+        split.push(stream.token().text.clone());
+    }
+    assert_eq!(split, morphemes);
+}
+
 fn ids(body: &Value) -> Vec<i64> {
     body["hits"]
         .as_array()
