@@ -124,12 +124,10 @@ impl Generation {
         self.reader.searcher().num_docs()
     }
 
+    /// A writer with a thread per core, as many as `memory_budget` allows.
     pub fn writer(&self, memory_budget: usize) -> Result<DocWriter> {
-        let writer: IndexWriter<TantivyDocument> = self.index.writer(memory_budget)?;
-        Ok(DocWriter {
-            writer,
-            fields: self.fields,
-        })
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.writer_with_threads(memory_budget, cores)
     }
 
     /// A writer with up to `threads` indexing threads sharing
@@ -180,9 +178,6 @@ pub struct Morphemes {
 impl Morphemes {
     pub fn of(doc: &Doc) -> Morphemes {
         let analyzer = morph::analyzer();
-        if let morph::Analyzer::Off = analyzer {
-            return Morphemes::default();
-        }
         Morphemes {
             title: doc
                 .title

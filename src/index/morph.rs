@@ -59,10 +59,9 @@ impl Analyzer {
 
     /// The content morphemes of `text`, normalized like the n-gram fields.
     pub fn morphemes(&self, text: &str) -> Vec<String> {
-        let text = normalize(text);
         match self {
-            Analyzer::Korean(segmenter) => content_morphemes(segmenter, &text),
-            Analyzer::Words => text
+            Analyzer::Korean(segmenter) => content_morphemes(segmenter, &normalize(text)),
+            Analyzer::Words => normalize(text)
                 .split(|c: char| !c.is_alphanumeric())
                 .filter(|w| !w.is_empty())
                 .map(str::to_owned)
