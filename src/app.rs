@@ -41,8 +41,6 @@ impl App {
         let index =
             tokio::task::spawn_blocking(move || SearchIndex::open_or_create(&dir)).await??;
         let mirror = MirrorHandle::default();
-        // Known before the first request, so cached answers computed at this
-        // position by an earlier process are recognized as fresh.
         mirror.progress.committed(index.live().applied_seq()?);
         let redis = match &args.redis_url {
             Some(url) => Some(RedisTier::new(
@@ -67,7 +65,8 @@ impl App {
             retention_window: std::time::Duration::from_secs(args.outbox_retention_hours * 3600),
             keep_rows: args.outbox_keep,
             housekeeping: std::time::Duration::from_millis(args.housekeeping_ms.max(1)),
-            ..IndexerConfig::default()
+            batch: args.indexer_batch.max(1),
+            heal_duplicates: args.heal_duplicates,
         };
         let indexer = Indexer::new(db.clone(), index.clone(), mirror.clone(), config);
         Ok(App {
@@ -83,7 +82,6 @@ impl App {
                     "chaja search cursor v1",
                     args.cursor_secret.as_bytes(),
                 )),
-                reindex: Default::default(),
                 writer_memory: args.store.writer_memory(),
                 input: args.input_limits(),
             },

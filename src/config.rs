@@ -280,10 +280,21 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_POLL_MS", default_value_t = 200)]
     pub poll_ms: u64,
 
-    /// How long a missing outbox id holds back the recorded position before
-    /// it is taken as a rolled-back transaction, in seconds.
+    /// How long a missing outbox id (a transaction still open, or rolled
+    /// back) holds back the recorded position, in seconds. Past it the id is
+    /// still re-read every round, so a late commit is applied however long
+    /// its transaction stayed open.
     #[arg(long, env = "CHAJA_GAP_GRACE_SECS", default_value_t = 60)]
     pub gap_grace_secs: u64,
+
+    /// Outbox rows the indexer reads per round.
+    #[arg(long, env = "CHAJA_INDEXER_BATCH", default_value_t = 2000)]
+    pub indexer_batch: i64,
+
+    /// Scan for rows indexed twice at housekeeping and reload them. Turn it
+    /// off only to check that nothing ever needs it.
+    #[arg(long, env = "CHAJA_HEAL_DUPLICATES", default_value_t = true, action = clap::ArgAction::Set)]
+    pub heal_duplicates: bool,
 }
 
 impl ServeArgs {

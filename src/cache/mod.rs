@@ -1,17 +1,20 @@
 //! The hot-query cache: L1 in-process, L2 Redis shared by every replica,
 //! plus [`trending`] keywords.
 //!
-//! A cached answer carries the outbox position (watermark) the index had
-//! applied when it was computed. It is fresh while that watermark is still
-//! the applied position, or while it is younger than `max_stale`. Past that
-//! bound one request per key recomputes while the others keep getting the
-//! stale answer for `grace` more; across replicas a short Redis lock picks
-//! the one that recomputes. So no answer is ever older than
-//! `max_stale + grace` unless the index has not moved since it was computed.
-//! Within a process, requests with no answer at all for one key at one index
-//! position share one computation: a short-lived "flight" cache keyed by
-//! `(key, watermark)` and moka's `try_get_with` coalesce them, so an expired
-//! hot key costs one index search per process, not one per request.
+//! A cached answer carries the version of the index it was computed on
+//! (its watermark: [`Progress::version`], which changes with every commit
+//! that changes documents and with every new generation, and is never
+//! shared by two processes). It is fresh while that is still this process's
+//! version, since a search now would give the same answer, or while it is
+//! younger than `max_stale`. Past that bound one request per key recomputes
+//! while the others keep getting the stale answer for `grace` more; across
+//! replicas a short Redis lock picks the one that recomputes. So no answer
+//! is ever older than `max_stale + grace` unless this process's index has
+//! not changed since it was computed. Within a process, requests with no
+//! answer at all for one key at one version share one computation: a
+//! short-lived "flight" cache keyed by `(key, version)` and moka's
+//! `try_get_with` coalesce them, so an expired hot key costs one index
+//! search per process, not one per request.
 //!
 //! Admission: L1 is moka's TinyLFU, so a flood of one-off queries does not
 //! evict the hot set; only a key requested twice within a minute is written
@@ -42,7 +45,7 @@ pub struct Answer {
     pub total: u64,
     pub hits: Vec<HitBody>,
     pub next_cursor: Option<String>,
-    /// The applied outbox position when it was computed.
+    /// The index version it was computed on ([`Progress::version`]).
     pub watermark: i64,
     pub computed_at_ms: i64,
     /// `hits` as JSON, made once: a hot answer is served thousands of times
@@ -213,7 +216,7 @@ impl SearchCache {
     }
 
     fn is_fresh(&self, answer: &Answer, now: i64) -> bool {
-        answer.watermark == self.progress.applied_seq()
+        answer.watermark == self.progress.version()
             || now - answer.computed_at_ms < self.max_stale_ms
     }
 
@@ -229,7 +232,7 @@ impl SearchCache {
         Fut: std::future::Future<Output = Result<Answer>>,
     {
         if !self.enabled {
-            let answer = compute(self.progress.applied_seq()).await?;
+            let answer = compute(self.progress.version()).await?;
             return Ok((Arc::new(answer), CacheStatus::MISS));
         }
         let now = now_ms();
@@ -310,7 +313,7 @@ impl SearchCache {
         // Read before computing: the answer is at least this fresh. Every
         // request that gets here for this key at this position shares one
         // computation.
-        let watermark = self.progress.applied_seq();
+        let watermark = self.progress.version();
         let answer = self
             .flights
             .try_get_with((key.to_owned(), watermark), async {
@@ -518,8 +521,8 @@ mod tests {
         let cache = cache(0, &progress);
         burst(&cache).await;
         assert_eq!(cache.computations(), 1);
-        // The index moves: every cached answer is stale at max_stale 0.
-        progress.committed(7);
+        // The index changes: every cached answer is stale at max_stale 0.
+        progress.changed();
         assert_eq!(
             burst(&cache).await,
             0,
@@ -530,7 +533,7 @@ mod tests {
             .get_or_compute("hot", |w| async move { Ok(answer(w)) })
             .await
             .unwrap();
-        assert_eq!((fresh.watermark, status.hit), (7, true));
+        assert_eq!((fresh.watermark, status.hit), (progress.version(), true));
     }
 
     /// Within the grace period one request recomputes an expired key and the
@@ -540,7 +543,7 @@ mod tests {
         let progress = Arc::new(Progress::default());
         let cache = cache(60_000, &progress);
         burst(&cache).await;
-        progress.committed(7);
+        progress.changed();
         // The recompute finishes only when released.
         let release = Arc::new(tokio::sync::Semaphore::new(0));
         let mut requests = tokio::task::JoinSet::new();
@@ -570,7 +573,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             (fresh.watermark, status.hit, status.stale),
-            (7, true, false)
+            (progress.version(), true, false)
         );
     }
 }

@@ -13,51 +13,123 @@ pub struct Change {
     pub id: i64,
 }
 
-/// Changes after `seq`, oldest first. Unknown entity types are skipped (and
-/// still advance the position).
+/// One outbox row as the indexer reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRow {
+    pub seq: i64,
+    /// When the trigger wrote it: with `seq`, it tells this row from another
+    /// that reuses the id after a database restore.
+    pub created_at: i64,
+    /// `None` for an entity type this version does not know: it is skipped
+    /// and counted, and still advances the position.
+    pub change: Option<Change>,
+}
+
+const SELECT_OUTBOX: &str = "SELECT seq, entity_type, entity_id, created_at FROM search_outbox";
+
+/// Changes after `seq`, oldest first.
 pub async fn changes_after(
     conn: &mut AnyConnection,
     seq: i64,
     limit: i64,
-) -> Result<Vec<(i64, Option<Change>)>> {
-    let rows = sqlx::query(
-        "SELECT seq, entity_type, entity_id FROM search_outbox WHERE seq > ? ORDER BY seq LIMIT ?",
-    )
-    .bind(seq)
-    .bind(limit)
-    .fetch_all(&mut *conn)
-    .await?;
-    rows.iter().map(change_from_row).collect()
+) -> Result<Vec<OutboxRow>> {
+    let sql = format!("{SELECT_OUTBOX} WHERE seq > ? ORDER BY seq LIMIT ?");
+    let rows = sqlx::query(&sql)
+        .bind(seq)
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
+    rows.iter().map(outbox_row).collect()
 }
 
-/// The changes among `seqs` that exist now (gaps that got filled).
-pub async fn changes_in(
+/// The rows that exist now in these inclusive ranges of ids (gaps that
+/// got filled), a bounded number of ranges per statement.
+pub async fn changes_in_ranges(
     conn: &mut AnyConnection,
-    seqs: &[i64],
-) -> Result<Vec<(i64, Option<Change>)>> {
-    if seqs.is_empty() {
-        return Ok(Vec::new());
+    ranges: &[(i64, i64)],
+) -> Result<Vec<OutboxRow>> {
+    let mut found = Vec::new();
+    for chunk in ranges.chunks(200) {
+        let sql = format!(
+            "{SELECT_OUTBOX} WHERE {} ORDER BY seq",
+            vec!["seq BETWEEN ? AND ?"; chunk.len()].join(" OR ")
+        );
+        let mut query = sqlx::query(&sql);
+        for (first, last) in chunk {
+            query = query.bind(*first).bind(*last);
+        }
+        let rows = query.fetch_all(&mut *conn).await?;
+        for row in &rows {
+            found.push(outbox_row(row)?);
+        }
     }
-    let sql = format!(
-        "SELECT seq, entity_type, entity_id FROM search_outbox WHERE seq IN ({}) ORDER BY seq",
-        placeholders(seqs.len())
-    );
-    let mut query = sqlx::query(&sql);
-    for seq in seqs {
-        query = query.bind(*seq);
-    }
-    let rows = query.fetch_all(&mut *conn).await?;
-    rows.iter().map(change_from_row).collect()
+    Ok(found)
 }
 
-fn change_from_row(row: &sqlx::any::AnyRow) -> Result<(i64, Option<Change>)> {
+fn outbox_row(row: &sqlx::any::AnyRow) -> Result<OutboxRow> {
     let seq: i64 = row.try_get(0)?;
-    let entity: String = row.try_get(1)?;
+    let entity: String = text(row, 1)?;
     let id: i64 = row.try_get(2)?;
-    Ok((
+    let created_at: i64 = row.try_get(3)?;
+    Ok(OutboxRow {
         seq,
-        Kind::parse(&entity).map(|kind| Change { seq, kind, id }),
-    ))
+        created_at,
+        change: Kind::parse(&entity).map(|kind| Change { seq, kind, id }),
+    })
+}
+
+/// Whether no transaction holds an uncommitted outbox row in
+/// `first..=last`, so that every id there that is still missing after this
+/// call was rolled back (see `mirror::indexer`, "Gaps").
+///
+/// MySQL: the inserting transaction holds a lock on its new row until it
+/// ends, so a locking read that does not wait fails while one is open.
+/// READ COMMITTED keeps the read to the rows themselves, with no gap locks
+/// that could make a writer wait; the locks go with the transaction at
+/// once. SQLite runs one write transaction at a time: an id missing below
+/// a committed one can never appear, so every gap is settled.
+pub async fn range_settled(db: &Db, first: i64, last: i64) -> Result<bool> {
+    if db.dialect == super::Dialect::Sqlite {
+        return Ok(true);
+    }
+    let mut conn = db.pool.acquire().await?;
+    // A plain string goes by the text protocol, as `SET TRANSACTION` must.
+    sqlx::Executor::execute(&mut *conn, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED").await?;
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    let locked =
+        sqlx::query("SELECT seq FROM search_outbox WHERE seq BETWEEN ? AND ? FOR UPDATE NOWAIT")
+            .bind(first)
+            .bind(last)
+            .fetch_all(&mut *tx)
+            .await;
+    tx.rollback().await?;
+    match locked {
+        Ok(_) => Ok(true),
+        // MySQL 8: ER_LOCK_NOWAIT (3572); MariaDB: lock wait timeout (1205).
+        Err(sqlx::Error::Database(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the outbox no longer holds the history the index applied: its
+/// ids restarted below `high` (a restored backup, or SQLite that lost its
+/// last commits), so new changes would hide below the applied position.
+/// `high_created_at` is when the row at `high` was written, when known.
+pub async fn rewound(db: &Db, high: i64, high_created_at: Option<i64>) -> Result<bool> {
+    if high <= 0 {
+        return Ok(false);
+    }
+    let at_high: Option<i64> =
+        sqlx::query_scalar("SELECT created_at FROM search_outbox WHERE seq = ?")
+            .bind(high)
+            .fetch_optional(&db.pool)
+            .await?;
+    if let Some(created_at) = at_high {
+        // Another row under the same id: written after a restore.
+        return Ok(high_created_at.is_some_and(|known| known != created_at));
+    }
+    // Gone: only pruning deletes outbox rows.
+    Ok(pruned_through(db).await? < high)
 }
 
 /// The newest outbox position, 0 when empty.
@@ -213,4 +285,20 @@ pub async fn prune(db: &Db, window_ms: i64, keep: i64, batch: i64) -> Result<u64
         from = to;
     }
     Ok(deleted)
+}
+
+/// Holds back pruning for a rebuild that will resume from `applied`: it
+/// counts as a replica until the generation it builds is adopted (and the
+/// adopting replica removes the row) or it stops reporting.
+pub async fn hold_for_rebuild(db: &Db, name: &str, applied: i64) -> Result<()> {
+    heartbeat(db, name, applied).await
+}
+
+/// Removes a replica row, such as a rebuild's once its generation is live.
+pub async fn release(db: &Db, name: &str) -> Result<()> {
+    sqlx::query("DELETE FROM search_replicas WHERE replica_id = ?")
+        .bind(name)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
 }

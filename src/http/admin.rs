@@ -1,8 +1,5 @@
 //! `/api/admin/*`: operations on a running server, behind the API key.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -11,7 +8,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
-use crate::error::{Error, ErrorBody, Result};
+use crate::error::{ErrorBody, Result};
 use crate::mirror::verify::Report;
 use crate::mirror::{reindex, verify};
 
@@ -21,23 +18,17 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(run_verify))
 }
 
-/// At most one rebuild per process at a time.
-#[derive(Clone, Debug, Default)]
-pub struct ReindexSlot(Arc<AtomicBool>);
-
 /// Starts a rebuild beside the live generation and answers at once; the
-/// indexer swaps it in when it is published.
+/// indexer catches it up and swaps it in. One rebuild at a time per index
+/// directory, across processes (the CLI's too): 409 while one runs.
 #[utoipa::path(post, path = "/api/admin/reindex", tag = "admin", responses((status = 202, description = "rebuild started"), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 409, description = "a rebuild is running", body = ErrorBody)))]
 async fn start_reindex(State(state): State<AppState>) -> Result<(StatusCode, Json<Value>)> {
-    let slot = state.reindex.0.clone();
-    if slot.swap(true, Ordering::AcqRel) {
-        return Err(Error::Conflict("a reindex is already running".to_owned()));
-    }
-    let db = state.db.clone();
     let root = state.index.root().to_path_buf();
+    let lock = reindex::lock(&root).await?;
+    let db = state.db.clone();
     let memory = state.writer_memory;
     tokio::spawn(async move {
-        match reindex::reindex(&db, &root, memory, false).await {
+        match reindex::reindex_locked(&db, &root, lock, memory, false).await {
             Ok(done) => tracing::info!(
                 generation = done.generation,
                 docs = done.docs,
@@ -45,7 +36,6 @@ async fn start_reindex(State(state): State<AppState>) -> Result<(StatusCode, Jso
             ),
             Err(e) => tracing::error!(error = ?e, "admin reindex failed"),
         }
-        slot.store(false, Ordering::Release);
     });
     Ok((StatusCode::ACCEPTED, Json(json!({ "status": "started" }))))
 }

@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use crate::db::{now_ms, outbox};
+use crate::mirror::STUCK_AFTER;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -24,10 +25,12 @@ async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// Ready when the index is open and the database answers. Searches work
-/// without the database, but a replica that cannot follow the outbox should
-/// not take new traffic from a balancer that has a better one.
-#[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, description = "index open, database reachable"), (status = 503, description = "database unreachable")))]
+/// Ready when the index is open, the database answers and the indexer is
+/// following the outbox. Searches work without the database, but a replica
+/// whose index is frozen (database down, indexer dead or stuck, outbox
+/// rewound under it) should not take new traffic from a balancer that has a
+/// better one.
+#[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, description = "index open, database reachable, indexer following the outbox"), (status = 503, description = "database unreachable, or the indexer stopped, stuck or waiting for a rebuild")))]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let database = matches!(
         tokio::time::timeout(Duration::from_secs(1), state.db.ping()).await,
@@ -35,7 +38,10 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     );
     let generation = state.index.live();
     let progress = &state.mirror.progress;
-    let status = if database {
+    let stopped = progress.is_stopped();
+    let stuck = progress.since_tick() >= STUCK_AFTER;
+    let rewound = progress.is_rewound();
+    let status = if database && !stopped && !stuck && !rewound {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
@@ -65,6 +71,9 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
         "indexer": {
             "applied_seq": applied,
             "failing": progress.is_failing(),
+            "stopped": stopped,
+            "stuck": stuck,
+            "rewound": rewound,
             "outbox_backlog": backlog,
             "seconds_behind": seconds_behind,
         },

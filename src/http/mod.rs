@@ -45,7 +45,6 @@ pub struct AppState {
     pub mirror: MirrorHandle,
     /// Signs search cursors, so a changed cursor is a 400.
     pub cursor_key: Arc<[u8; 32]>,
-    pub reindex: admin::ReindexSlot,
     /// Index writer memory for rebuilds started over HTTP.
     pub writer_memory: usize,
     pub input: InputLimits,

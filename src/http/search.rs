@@ -325,7 +325,7 @@ async fn search_handler(
             .get_or_compute(&cache_key(&request), run)
             .await?
     } else {
-        let watermark = state.mirror.progress.applied_seq();
+        let watermark = state.mirror.progress.version();
         (Arc::new(run(watermark).await?), CacheStatus::MISS)
     };
     // Trending counts searches that found something: a query nobody's

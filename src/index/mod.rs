@@ -96,7 +96,12 @@ impl Generation {
 
     /// The outbox position that the last commit of this generation applied.
     pub fn applied_seq(&self) -> Result<i64> {
-        Ok(read_payload(&self.index)?.outbox_seq)
+        Ok(self.checkpoint()?.outbox_seq)
+    }
+
+    /// What the last commit of this generation applied of the outbox.
+    pub fn checkpoint(&self) -> Result<Checkpoint> {
+        read_checkpoint(&self.index)
     }
 
     /// Uids that more than one live document carries. Blocking.
@@ -145,16 +150,53 @@ impl Generation {
     }
 }
 
-/// Commit payload: tantivy stores it in `meta.json` and never reads it.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Payload {
-    outbox_seq: i64,
+/// What an index commit has applied of the outbox, stored as the commit
+/// payload (tantivy keeps it in `meta.json` and never reads it), so it is
+/// written atomically with the documents it describes.
+///
+/// Every outbox id at or below `outbox_seq` is applied, except the ids in
+/// `gaps`; every id in `(outbox_seq, high]` is applied except those in
+/// `gaps` too. A gap is an id some transaction allocated and had not
+/// committed when a higher id was read: it is kept, and re-read, until it
+/// appears or is known never to (see `mirror::indexer`). Older payloads hold
+/// only `outbox_seq`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub outbox_seq: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<i64>,
+    /// `created_at` of the outbox row at `high`: a restored database that
+    /// reuses the id has another one there (see `mirror::indexer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_created_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<GapRange>,
 }
 
-fn read_payload(index: &Index) -> Result<Payload> {
+/// Outbox ids `first..=last` not seen yet. `late`: past the grace period,
+/// so the recorded position has moved past them, but they are still re-read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GapRange {
+    pub first: i64,
+    pub last: i64,
+    #[serde(default)]
+    pub late: bool,
+}
+
+impl Checkpoint {
+    /// A position with nothing pending: every id up to `seq` applied.
+    pub fn at(seq: i64) -> Checkpoint {
+        Checkpoint {
+            outbox_seq: seq,
+            ..Checkpoint::default()
+        }
+    }
+}
+
+fn read_checkpoint(index: &Index) -> Result<Checkpoint> {
     let metas = index.load_metas()?;
     match metas.payload.as_deref() {
-        None => Ok(Payload::default()),
+        None => Ok(Checkpoint::default()),
         Some(text) => serde_json::from_str(text).map_err(|e| {
             tantivy::TantivyError::InvalidArgument(format!("bad commit payload {text:?}: {e}"))
         }),
@@ -234,10 +276,15 @@ impl DocWriter {
             .delete_term(Term::from_field_u64(self.fields.uid, kind.uid(id)));
     }
 
-    /// Commits everything so far as having applied the outbox up to `seq`.
+    /// Commits everything so far as having applied the outbox up to `seq`,
+    /// with nothing pending.
     pub fn commit(&mut self, outbox_seq: i64) -> Result<()> {
-        let payload =
-            serde_json::to_string(&Payload { outbox_seq }).expect("payload serializes to json");
+        self.commit_checkpoint(&Checkpoint::at(outbox_seq))
+    }
+
+    /// Commits everything so far with what it applied of the outbox.
+    pub fn commit_checkpoint(&mut self, checkpoint: &Checkpoint) -> Result<()> {
+        let payload = serde_json::to_string(checkpoint).expect("checkpoint serializes to json");
         let mut prepared = self.writer.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
@@ -292,12 +339,17 @@ impl SearchIndex {
         *self.live.write().expect("index lock poisoned") = generation;
     }
 
-    /// Opens the generation `CURRENT` names, when it is not the live one.
-    pub fn open_published(&self) -> Result<Option<Generation>> {
+    /// The generation `CURRENT` names, when it is not the live one.
+    pub fn published(&self) -> Result<Option<u64>> {
         match current_generation(&self.root)? {
-            Some(id) if id != self.live().id => Ok(Some(Generation::open(&self.root, id)?)),
+            Some(id) if id != self.live().id => Ok(Some(id)),
             _ => Ok(None),
         }
+    }
+
+    /// Opens generation `id` under this root. Blocking.
+    pub fn open_generation(&self, id: u64) -> Result<Generation> {
+        Generation::open(&self.root, id)
     }
 
     /// Removes generations older than the live one.
@@ -311,6 +363,66 @@ impl SearchIndex {
         }
         Ok(())
     }
+}
+
+/// Held while a rebuild writes a new generation: one rebuild at a time per
+/// index directory, whoever starts it (the CLI, the admin endpoint, the
+/// indexer itself). Two at once could pick the same generation id, or one
+/// could remove the other's unpublished directory. An OS file lock, so a
+/// rebuild killed with SIGKILL releases it.
+#[derive(Debug)]
+pub struct RebuildLock {
+    _file: std::fs::File,
+}
+
+const REBUILD_LOCK: &str = "REBUILD.lock";
+
+/// Takes the rebuild lock of `root`, or `None` while another rebuild holds
+/// it. Blocking.
+pub fn try_lock_rebuild(root: &Path) -> Result<Option<RebuildLock>> {
+    std::fs::create_dir_all(root)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(root.join(REBUILD_LOCK))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(RebuildLock { _file: file })),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
+/// Removes generations newer than the published one: rebuilds that died
+/// before publishing. Only under the rebuild lock, which proves that no
+/// rebuild is writing one.
+pub fn remove_unpublished(root: &Path, _held: &RebuildLock) -> Result<()> {
+    let current = current_generation(root)?.unwrap_or(0);
+    for id in list_generations(root)? {
+        if id > current {
+            std::fs::remove_dir_all(generation_path(root, id))?;
+            tracing::info!(generation = id, "removed an unpublished index generation");
+        }
+    }
+    Ok(())
+}
+
+/// What the published generation under `root` has applied of the outbox;
+/// `None` when nothing is published. Blocking.
+pub fn published_checkpoint(root: &Path) -> Result<Option<Checkpoint>> {
+    let Some(id) = current_generation(root)? else {
+        return Ok(None);
+    };
+    let index = Index::open(MmapDirectory::open(generation_path(root, id))?)?;
+    Ok(Some(read_checkpoint(&index)?))
+}
+
+/// The name a rebuild of the generation at `path` holds back outbox pruning
+/// under (see `db::outbox::hold_for_rebuild`): unique per index directory.
+pub fn rebuild_marker(path: &Path) -> String {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let hash = blake3::hash(path.display().to_string().as_bytes());
+    format!("rebuild-{}", &hash.to_hex()[..16])
 }
 
 fn generation_path(root: &Path, id: u64) -> PathBuf {

@@ -1,17 +1,41 @@
 //! The outbox tailer.
 //!
 //! It reads outbox rows after the newest one it has seen, loads the current
-//! state of each changed row and upserts or deletes it, then commits with the
-//! applied position in the commit payload. Loading the current state (rather
-//! than replaying the change) makes applying a change idempotent, so replaying
-//! from the payload after a crash cannot leave a duplicate or an old version.
+//! state of each changed row and upserts or deletes it, then commits with
+//! what it applied in the commit payload (a [`Checkpoint`]). Loading the
+//! current state (rather than replaying the change) makes applying a change
+//! idempotent, so replaying after a crash cannot leave a duplicate or an
+//! old version.
 //!
-//! Outbox ids are allocated before commit, so on MySQL a transaction can
-//! commit id 11 while id 10 is still open (or will roll back). A missing id is
-//! a *gap*: later rows are applied at once, but the committed position stops
-//! below the gap until the gap's row appears or `gap_grace` passes (a
-//! rollback). After a restart, rows above the position are applied again,
-//! which is harmless for the reason above.
+//! # Gaps
+//!
+//! Outbox ids are allocated when a transaction inserts, not when it
+//! commits, so on MySQL a transaction can commit id 11 while id 10 is still
+//! open (for a millisecond or for minutes) or will roll back. A missing id
+//! below a seen one is a *gap*. Gaps are never dropped on a guess:
+//!
+//! - Every round re-reads every gap, so a late commit is applied within a
+//!   round of becoming visible, however long its transaction stayed open.
+//! - For `gap_grace` the recorded position (`Checkpoint::outbox_seq`, what
+//!   `/readyz` and replica heartbeats report) stays below the gap. Past
+//!   that the gap is *late*: the position moves on, the gap is still re-read.
+//! - A gap is forgotten only when it is known never to appear. The
+//!   transaction that allocated an id holds a lock on the outbox row it
+//!   inserted until it ends, so a locking read of the gap that does not
+//!   wait ([`outbox::range_settled`]) succeeds only once no transaction has
+//!   an uncommitted row there; after that, an id the next read still
+//!   misses was rolled back. This asks for no privilege, unlike
+//!   `information_schema.innodb_trx` (which MySQL also serves from a cache
+//!   that can lag).
+//!
+//! Gaps are part of the checkpoint, so restarts and rebuilds keep them.
+//!
+//! # Rebuilds
+//!
+//! A rebuilt generation starts from the live one's checkpoint (see
+//! [`super::reindex`]). The indexer catches it up on the outbox beside the
+//! live one, and swaps it in only once it has read to the head, so no change
+//! vanishes from search at the swap.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -19,17 +43,18 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::MirrorHandle;
-use crate::db::outbox;
+use super::{MirrorHandle, Running};
+use crate::db::outbox::{self, OutboxRow};
 use crate::db::Db;
-use crate::error::Result;
-use crate::index::{DocWriter, Generation, SearchIndex};
+use crate::error::{Error, Result};
+use crate::index::{Checkpoint, DocWriter, GapRange, Generation, SearchIndex};
 use crate::model::{Doc, Kind};
 
 #[derive(Debug, Clone)]
 pub struct IndexerConfig {
     pub batch: i64,
     pub poll: Duration,
+    /// How long a gap holds the recorded position back before it is late.
     pub gap_grace: Duration,
     pub writer_memory: usize,
     /// This replica's name in `search_replicas`.
@@ -40,6 +65,9 @@ pub struct IndexerConfig {
     pub keep_rows: i64,
     /// How often this replica reports its position and prunes.
     pub housekeeping: Duration,
+    /// Scan for rows indexed twice at housekeeping and reload them. Off only
+    /// to prove, in tests, that nothing needs healing.
+    pub heal_duplicates: bool,
 }
 
 impl Default for IndexerConfig {
@@ -53,78 +81,221 @@ impl Default for IndexerConfig {
             retention_window: Duration::from_secs(24 * 3600),
             keep_rows: 100_000,
             housekeeping: Duration::from_secs(10),
+            heal_duplicates: true,
         }
     }
 }
 
+/// A run of missing outbox ids, `first..=last` (the map key is `first`).
+#[derive(Debug, Clone)]
+struct Gap {
+    last: i64,
+    noticed: Instant,
+    /// When a locking read last found it still held.
+    checked: Option<Instant>,
+    /// Past the grace period: the recorded position has moved past it.
+    late: bool,
+    /// A locking read just before the current read found no transaction
+    /// holding any of it: whatever of it this read does not find never
+    /// will be.
+    settled: bool,
+}
+
+/// A gap is checked for settling no sooner than this after it is noticed,
+/// and then at most this often. An InnoDB insert allocates its
+/// auto-increment id a moment before its row (and the lock on it) exists;
+/// this leaves that moment far behind.
+const SETTLE_EVERY: Duration = Duration::from_secs(1);
+
+/// Gap runs kept at most. Past this the indexer stops reading new changes
+/// (and says so) until gaps resolve: it never drops one to save memory.
+const MAX_GAP_RUNS: usize = 100_000;
+
 /// Position bookkeeping, kept apart from I/O so it can be tested alone.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Position {
-    /// Everything at or below is applied (or was a gap that expired).
+    /// Everything at or below is applied, except late gaps.
     committed: i64,
     /// The newest outbox id applied.
     high: i64,
-    /// Missing ids between `committed` and `high`, with when they were noticed.
-    gaps: BTreeMap<i64, Instant>,
-    /// Rows to reload in the next round whatever the outbox says.
-    heal: Vec<(Kind, i64)>,
+    /// `created_at` of the outbox row at `high`, when known.
+    high_created_at: Option<i64>,
+    gaps: BTreeMap<i64, Gap>,
 }
 
-/// Gaps beyond this many are treated as expired: a bound on memory and on
-/// the size of the `IN` list that re-checks them.
-const MAX_GAPS: usize = 1000;
-
 impl Position {
-    fn new(committed: i64) -> Position {
+    fn new(checkpoint: &Checkpoint, now: Instant) -> Position {
+        let mut gaps = BTreeMap::new();
+        for range in &checkpoint.gaps {
+            gaps.insert(
+                range.first,
+                Gap {
+                    last: range.last,
+                    noticed: now,
+                    checked: None,
+                    late: range.late,
+                    settled: false,
+                },
+            );
+        }
         Position {
-            committed,
-            high: committed,
-            gaps: BTreeMap::new(),
-            heal: Vec::new(),
+            committed: checkpoint.outbox_seq,
+            high: checkpoint.high.unwrap_or(checkpoint.outbox_seq),
+            high_created_at: checkpoint.high_created_at,
+            gaps,
         }
     }
 
-    /// Records applied ids (sorted or not); returns nothing, updates gaps.
-    fn applied(&mut self, seqs: &BTreeSet<i64>, now: Instant) {
-        for &seq in seqs {
+    fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            outbox_seq: self.committed,
+            high: Some(self.high),
+            high_created_at: self.high_created_at,
+            gaps: self
+                .gaps
+                .iter()
+                .map(|(first, gap)| GapRange {
+                    first: *first,
+                    last: gap.last,
+                    late: gap.late,
+                })
+                .collect(),
+        }
+    }
+
+    /// The gap runs to re-read.
+    fn ranges(&self) -> Vec<(i64, i64)> {
+        self.gaps.iter().map(|(f, g)| (*f, g.last)).collect()
+    }
+
+    /// The gaps due for a settling check at `now`.
+    fn due(&self, now: Instant) -> Vec<(i64, i64)> {
+        self.gaps
+            .iter()
+            .filter(|(_, gap)| {
+                let since = gap.checked.unwrap_or(gap.noticed);
+                now.duration_since(since) >= SETTLE_EVERY
+            })
+            .map(|(first, gap)| (*first, gap.last))
+            .collect()
+    }
+
+    /// Records a settling check of the gap starting at `first`.
+    fn checked(&mut self, first: i64, settled: bool, now: Instant) {
+        if let Some(gap) = self.gaps.get_mut(&first) {
+            gap.checked = Some(now);
+            gap.settled = settled;
+        }
+    }
+
+    /// Records the ids a read found, in any order: fills gaps, notices new
+    /// ones above `high`.
+    fn applied(&mut self, rows: &[OutboxRow], now: Instant) {
+        let mut seqs: Vec<(i64, i64)> = rows.iter().map(|r| (r.seq, r.created_at)).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        for (seq, created_at) in seqs {
             if seq > self.high {
-                for missing in self.high + 1..seq {
-                    if self.gaps.len() < MAX_GAPS {
-                        self.gaps.insert(missing, now);
-                    }
+                if seq > self.high + 1 {
+                    self.gaps.insert(
+                        self.high + 1,
+                        Gap {
+                            last: seq - 1,
+                            noticed: now,
+                            checked: None,
+                            late: false,
+                            settled: false,
+                        },
+                    );
                 }
                 self.high = seq;
+                self.high_created_at = Some(created_at);
             } else {
-                self.gaps.remove(&seq);
+                self.fill(seq);
             }
         }
     }
 
-    /// Drops gaps older than `grace`; returns them for the log.
-    fn expire(&mut self, grace: Duration, now: Instant) -> Vec<i64> {
-        let expired: Vec<i64> = self
-            .gaps
-            .iter()
-            .filter(|(_, seen)| now.duration_since(**seen) >= grace)
-            .map(|(seq, _)| *seq)
-            .collect();
-        for seq in &expired {
-            self.gaps.remove(seq);
+    /// Takes `seq` out of the gap that holds it, if any.
+    fn fill(&mut self, seq: i64) {
+        let Some((&first, gap)) = self.gaps.range(..=seq).next_back() else {
+            return;
+        };
+        if gap.last < seq {
+            return;
         }
-        expired
+        let gap = self.gaps.remove(&first).expect("gap just found");
+        if first < seq {
+            let mut before = gap.clone();
+            before.last = seq - 1;
+            self.gaps.insert(first, before);
+        }
+        if seq < gap.last {
+            self.gaps.insert(seq + 1, gap);
+        }
     }
 
-    /// The position it is safe to record: just below the oldest open gap.
+    /// After a read: forgets settled gaps (what the read did not find of
+    /// them never will be found), makes gaps past `grace` late, and moves
+    /// the recorded position. Returns the forgotten runs, for the log.
+    fn settle(&mut self, grace: Duration, now: Instant) -> Vec<(i64, i64)> {
+        let mut forgotten = Vec::new();
+        self.gaps.retain(|first, gap| {
+            if gap.settled {
+                forgotten.push((*first, gap.last));
+                return false;
+            }
+            if now.duration_since(gap.noticed) >= grace {
+                gap.late = true;
+            }
+            true
+        });
+        self.committed = self.safe();
+        forgotten
+    }
+
+    /// The position it is safe to record: just below the oldest gap still
+    /// within its grace period.
     fn safe(&self) -> i64 {
-        match self.gaps.keys().next() {
-            Some(first) => first - 1,
-            None => self.high,
+        let pending = self.gaps.iter().find(|(_, gap)| !gap.late);
+        match pending {
+            Some((first, _)) => (first - 1).max(self.committed),
+            None => self.high.max(self.committed),
         }
     }
 }
 
 /// Rows to upsert (`Some`) or delete (`None`).
 type Work = Vec<(Kind, i64, Option<Doc>)>;
+
+/// One batch read from the database.
+struct Batch {
+    /// Every outbox row read: new ones and filled gaps.
+    rows: Vec<OutboxRow>,
+    /// How many were new (after `high`): a full batch means more is waiting.
+    new: usize,
+    work: Work,
+}
+
+/// A generation being kept in step with the outbox: the live one, or a
+/// rebuilt one catching up before it is swapped in.
+struct Tail {
+    generation: Arc<Generation>,
+    /// On loan to a blocking thread during a commit.
+    writer: Option<DocWriter>,
+    position: Position,
+    /// Rows to reload in the next round whatever the outbox says.
+    heal: Vec<(Kind, i64)>,
+}
+
+/// What a round did.
+#[derive(Debug, Clone, Copy, Default)]
+struct Round {
+    /// Outbox rows read after `high`.
+    new: usize,
+    /// Documents changed.
+    changed: bool,
+}
 
 pub struct Indexer {
     db: Db,
@@ -143,75 +314,80 @@ impl Indexer {
         }
     }
 
-    /// Runs until `shutdown`, then commits what it has and returns.
+    /// Runs until `shutdown`. Every round commits what it applied, so there
+    /// is nothing left to commit on the way out.
     pub async fn run(self, shutdown: CancellationToken) -> Result<()> {
-        let mut generation = self.index.live();
-        let mut writer = Some(generation.writer(self.config.writer_memory)?);
-        let mut position = Position::new(generation.applied_seq()?);
-        self.handle.progress.committed(position.committed);
+        let _running = Running(self.handle.progress.clone());
+        let progress = self.handle.progress.clone();
+        let mut live = self.open_tail(self.index.live()).await?;
+        progress.committed(live.position.committed);
         tracing::info!(
-            generation = generation.id,
-            outbox_seq = position.committed,
+            generation = live.generation.id,
+            outbox_seq = live.position.committed,
+            gaps = live.position.gaps.len(),
             "indexer resuming"
         );
+        let mut candidate: Option<Tail> = None;
+        let mut rebuilding: Option<tokio::task::JoinHandle<()>> = None;
         let mut backoff = self.config.poll;
         let mut last_housekeeping: Option<Instant> = None;
         loop {
+            progress.tick();
             if shutdown.is_cancelled() {
                 break;
             }
             if last_housekeeping.is_none_or(|t| t.elapsed() >= self.config.housekeeping) {
-                match self.housekeeping(position.committed).await {
+                match self.housekeeping(&live, &mut rebuilding).await {
                     Ok(()) => last_housekeeping = Some(Instant::now()),
                     Err(e) => tracing::debug!(error = ?e, "outbox housekeeping failed; retrying"),
                 }
-                // Defensive: a row indexed twice is reloaded, which replaces
-                // every copy. Seen once after a SIGKILL during a write burst
-                // (cause not found); the scan costs one pass over a column.
-                // Reloaded first: background merges publish new segments
-                // without a commit of ours.
-                let live = generation.clone();
-                let scan = move || {
-                    live.reader.reload()?;
-                    live.duplicate_uids()
-                };
-                match tokio::task::spawn_blocking(scan).await? {
-                    Ok(uids) if !uids.is_empty() => {
-                        tracing::warn!(
-                            count = uids.len(),
-                            "rows indexed more than once; reloading them"
-                        );
-                        position.heal.extend(uids.into_iter().map(Kind::from_uid));
+                if self.config.heal_duplicates {
+                    live.heal.extend(self.duplicates(&live).await?);
+                }
+            }
+            // A reindex (this process or another) published a generation:
+            // catch it up beside the live one.
+            if let Some(id) = self.index.published()? {
+                if candidate.as_ref().is_none_or(|c| c.generation.id != id) {
+                    let index = self.index.clone();
+                    let generation =
+                        tokio::task::spawn_blocking(move || index.open_generation(id)).await??;
+                    if let Some(old) = candidate.take() {
+                        close(old).await;
                     }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = ?e, "duplicate scan failed"),
+                    let tail = self.open_tail(Arc::new(generation)).await?;
+                    tracing::info!(
+                        generation = id,
+                        outbox_seq = tail.position.committed,
+                        "catching up a new index generation before swapping it in"
+                    );
+                    candidate = Some(tail);
                 }
             }
-            // A reindex (this process or another) published a new generation.
-            if let Some(next) = self.index.open_published()? {
-                drop(writer.take());
-                generation = Arc::new(next);
-                writer = Some(generation.writer(self.config.writer_memory)?);
-                position = Position::new(generation.applied_seq()?);
-                self.index.swap(generation.clone());
-                self.handle.progress.committed(position.committed);
-                tracing::info!(
-                    generation = generation.id,
-                    outbox_seq = position.committed,
-                    "switched to new index generation"
-                );
-                if let Err(e) = self.index.remove_old_generations() {
-                    tracing::warn!(error = ?e, "could not remove old index generations");
+            let mut busy = false;
+            let mut failed = None;
+            match self.round(&mut live).await {
+                Ok(round) => busy |= round.new > 0 || round.changed,
+                Err(e) => failed = Some(e),
+            }
+            if let (Some(tail), None) = (candidate.as_mut(), &failed) {
+                match self.round(tail).await {
+                    // Read to the head of the outbox: nothing is missing.
+                    Ok(round) if (round.new as i64) < self.config.batch => {
+                        let next = candidate.take().expect("candidate present");
+                        let old = std::mem::replace(&mut live, next);
+                        self.swap_in(&live, old).await;
+                        busy = true;
+                    }
+                    Ok(_) => busy = true,
+                    Err(e) => failed = Some(e),
                 }
             }
-            let w = writer.take().expect("writer present between rounds");
-            let (w, round) = self.round(w, &generation, &mut position).await;
-            writer = Some(w);
-            match round {
-                Ok(applied) => {
-                    self.handle.progress.set_failing(false);
+            match failed {
+                None => {
+                    progress.set_failing(false);
                     backoff = self.config.poll;
-                    if applied {
+                    if busy {
                         continue;
                     }
                     tokio::select! {
@@ -220,11 +396,11 @@ impl Indexer {
                         _ = shutdown.cancelled() => {}
                     }
                 }
-                Err(e) => {
-                    if !self.handle.progress.is_failing() {
+                Some(e) => {
+                    if !progress.is_failing() {
                         tracing::warn!(error = ?e, "indexer cannot read the outbox; retrying with backoff");
                     }
-                    self.handle.progress.set_failing(true);
+                    progress.set_failing(true);
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
                         _ = shutdown.cancelled() => {}
@@ -233,30 +409,135 @@ impl Indexer {
                 }
             }
         }
-        tracing::info!(outbox_seq = position.committed, "indexer stopped");
+        tracing::info!(outbox_seq = live.position.committed, "indexer stopped");
+        if let Some(tail) = candidate {
+            close(tail).await;
+        }
+        close(live).await;
         Ok(())
     }
 
+    async fn open_tail(&self, generation: Arc<Generation>) -> Result<Tail> {
+        let memory = self.config.writer_memory;
+        let opened = generation.clone();
+        let (writer, checkpoint) = tokio::task::spawn_blocking(move || -> Result<_> {
+            Ok((opened.writer(memory)?, opened.checkpoint()?))
+        })
+        .await??;
+        Ok(Tail {
+            generation,
+            writer: Some(writer),
+            position: Position::new(&checkpoint, Instant::now()),
+            heal: Vec::new(),
+        })
+    }
+
+    /// Makes a caught-up generation the live one.
+    async fn swap_in(&self, live: &Tail, old: Tail) {
+        self.index.swap(live.generation.clone());
+        let progress = &self.handle.progress;
+        progress.committed(live.position.committed);
+        progress.changed();
+        progress.set_rewound(false);
+        tracing::info!(
+            generation = live.generation.id,
+            outbox_seq = live.position.committed,
+            "switched to new index generation"
+        );
+        close(old).await;
+        let marker = crate::index::rebuild_marker(&live.generation.path);
+        if let Err(e) = outbox::release(&self.db, &marker).await {
+            tracing::debug!(error = ?e, "could not release the rebuild's hold on pruning; it expires");
+        }
+        let index = self.index.clone();
+        match tokio::task::spawn_blocking(move || index.remove_old_generations()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = ?e, "could not remove old index generations"),
+            Err(e) => tracing::warn!(error = ?e, "removing old index generations panicked"),
+        }
+    }
+
+    /// Rows indexed more than once, to reload: that replaces every copy.
+    /// Seen once after a SIGKILL during a write burst (cause not found); the
+    /// scan costs one pass over a column. Reloaded first: background merges
+    /// publish new segments without a commit of ours.
+    async fn duplicates(&self, live: &Tail) -> Result<Vec<(Kind, i64)>> {
+        let generation = live.generation.clone();
+        let scan = move || {
+            generation.reader.reload()?;
+            generation.duplicate_uids()
+        };
+        match tokio::task::spawn_blocking(scan).await? {
+            Ok(uids) if !uids.is_empty() => {
+                tracing::warn!(
+                    count = uids.len(),
+                    "rows indexed more than once; reloading them"
+                );
+                Ok(uids.into_iter().map(Kind::from_uid).collect())
+            }
+            Ok(_) => Ok(Vec::new()),
+            Err(e) => {
+                tracing::warn!(error = ?e, "duplicate scan failed");
+                Ok(Vec::new())
+            }
+        }
+    }
+
     /// Reports this replica's position, prunes what every replica has
-    /// applied, and rebuilds when this replica is behind what was pruned.
-    async fn housekeeping(&self, committed: i64) -> Result<()> {
-        outbox::heartbeat(&self.db, &self.config.replica_id, committed).await?;
+    /// applied, and rebuilds when this replica is behind what was pruned or
+    /// the outbox was rewound under it.
+    async fn housekeeping(
+        &self,
+        live: &Tail,
+        rebuilding: &mut Option<tokio::task::JoinHandle<()>>,
+    ) -> Result<()> {
+        let position = &live.position;
+        outbox::heartbeat(&self.db, &self.config.replica_id, position.committed).await?;
+        // The live generation's rebuild, if it was one, no longer needs a
+        // hold: this replica's own row now covers it.
+        outbox::release(
+            &self.db,
+            &crate::index::rebuild_marker(&live.generation.path),
+        )
+        .await?;
         let pruned = outbox::pruned_through(&self.db).await?;
-        if committed < pruned {
-            tracing::warn!(
-                replica = %self.config.replica_id,
-                applied = committed,
-                pruned_through = pruned,
-                "replica fell behind the outbox retention window; rebuilding the index by reindex"
-            );
-            crate::mirror::reindex::reindex(
-                &self.db,
-                self.index.root(),
-                self.config.writer_memory,
-                false,
-            )
-            .await?;
-            // The next round adopts the published generation.
+        let rewound = outbox::rewound(&self.db, position.high, position.high_created_at).await?;
+        let reason = if rewound {
+            Some("the outbox restarted below the applied position (a restored database?)")
+        } else if position.committed < pruned {
+            Some("replica fell behind the outbox retention window")
+        } else {
+            None
+        };
+        self.handle.progress.set_rewound(rewound);
+        if let Some(reason) = reason {
+            // One at a time, and none while a published one waits to be
+            // caught up and swapped in.
+            let idle = rebuilding.as_ref().is_none_or(|task| task.is_finished());
+            if idle && self.index.published()?.is_none() {
+                tracing::warn!(
+                    replica = %self.config.replica_id,
+                    applied = position.committed,
+                    high = position.high,
+                    pruned_through = pruned,
+                    "{reason}; rebuilding the index by reindex"
+                );
+                let (db, root) = (self.db.clone(), self.index.root().to_path_buf());
+                let memory = self.config.writer_memory;
+                // Beside the loop: the live generation keeps following the
+                // outbox, and the rebuild is caught up before the swap.
+                *rebuilding = Some(tokio::spawn(async move {
+                    match crate::mirror::reindex::reindex(&db, &root, memory, false).await {
+                        Ok(_) => {}
+                        Err(Error::Conflict(_)) => {
+                            tracing::info!("a reindex is already running; adopting its result")
+                        }
+                        Err(e) => {
+                            tracing::error!(error = ?e, "self-rebuild failed; retried at the next housekeeping")
+                        }
+                    }
+                }));
+            }
             return Ok(());
         }
         let window = self.config.retention_window.as_millis() as i64;
@@ -267,24 +548,45 @@ impl Indexer {
         Ok(())
     }
 
-    /// The next changes and the current state of their rows, read in one
-    /// transaction: every row state is then at least as new as the outbox
-    /// rows that point at it. Separate statements on pooled connections could
-    /// each see a different snapshot, and an older row read after a newer
-    /// outbox row would be recorded as applied.
-    async fn read_batch(&self, position: &Position) -> Result<(BTreeSet<i64>, Work)> {
+    /// The next changes, the gaps re-read, and the current state of their
+    /// rows, in one transaction: every row state is then at least as new as
+    /// the outbox rows that point at it. Separate statements on pooled
+    /// connections could each see a different snapshot, and an older row
+    /// read after a newer outbox row would be recorded as applied.
+    async fn read_batch(&self, position: &Position, heal: &[(Kind, i64)]) -> Result<Batch> {
         let mut tx = self.db.pool.begin().await?;
-        let mut changes = outbox::changes_after(&mut tx, position.high, self.config.batch).await?;
+        let mut rows = if position.gaps.len() < MAX_GAP_RUNS {
+            outbox::changes_after(&mut tx, position.high, self.config.batch).await?
+        } else {
+            tracing::warn!(
+                gaps = position.gaps.len(),
+                "too many open outbox gaps; reading no new changes until they resolve"
+            );
+            Vec::new()
+        };
+        let new = rows.len();
         if !position.gaps.is_empty() {
-            let gaps: Vec<i64> = position.gaps.keys().copied().collect();
-            changes.extend(outbox::changes_in(&mut tx, &gaps).await?);
+            rows.extend(outbox::changes_in_ranges(&mut tx, &position.ranges()).await?);
         }
-        let seqs: BTreeSet<i64> = changes.iter().map(|(seq, _)| *seq).collect();
         let mut ids: BTreeMap<Kind, BTreeSet<i64>> = BTreeMap::new();
-        for change in changes.iter().filter_map(|(_, c)| c.as_ref()) {
-            ids.entry(change.kind).or_default().insert(change.id);
+        let mut unknown = 0u64;
+        for row in &rows {
+            match &row.change {
+                Some(change) => {
+                    ids.entry(change.kind).or_default().insert(change.id);
+                }
+                None => unknown += 1,
+            }
         }
-        for (kind, id) in &position.heal {
+        if unknown > 0 {
+            // Skipped, not re-read forever: the position moves past them.
+            tracing::warn!(
+                count = unknown,
+                "skipping outbox rows of an unknown entity type"
+            );
+            metrics::counter!("outbox_unknown_rows_total").increment(unknown);
+        }
+        for (kind, id) in heal {
             ids.entry(*kind).or_default().insert(*id);
         }
         let mut work: Work = Vec::new();
@@ -297,79 +599,79 @@ impl Indexer {
             }
         }
         tx.commit().await?;
-        Ok((seqs, work))
+        Ok(Batch { rows, new, work })
     }
 
-    /// One batch: read, load, apply, commit. Returns whether anything new
-    /// was applied. The writer goes to a blocking thread and comes back.
-    async fn round(
-        &self,
-        writer: DocWriter,
-        generation: &Arc<Generation>,
-        position: &mut Position,
-    ) -> (DocWriter, Result<bool>) {
-        let (seqs, work) = match self.read_batch(position).await {
-            Ok(batch) => batch,
-            Err(e) => return (writer, Err(e)),
-        };
+    /// One batch on one tail: check gaps that are due, read, apply, commit.
+    async fn round(&self, tail: &mut Tail) -> Result<Round> {
+        let mut next = tail.position.clone();
         let now = Instant::now();
-        let expired = position.expire(self.config.gap_grace, now);
-        if !expired.is_empty() {
-            tracing::warn!(seqs = ?expired, "outbox ids never appeared; treating them as rolled back");
+        for (first, last) in next.due(now) {
+            let settled = outbox::range_settled(&self.db, first, last).await?;
+            next.checked(first, settled, now);
         }
-        if work.is_empty() && position.safe() == position.committed {
-            return (writer, Ok(false));
+        let batch = self.read_batch(&next, &tail.heal).await?;
+        let now = Instant::now();
+        next.applied(&batch.rows, now);
+        let forgotten = next.settle(self.config.gap_grace, now);
+        if !forgotten.is_empty() {
+            tracing::info!(runs = ?forgotten, "outbox ids whose transactions ended without them: rolled back");
         }
-        // With no changes, only expired gaps move the recorded position.
-        self.commit(writer, generation, position, work, seqs, now)
-            .await
-    }
-
-    async fn commit(
-        &self,
-        mut writer: DocWriter,
-        generation: &Arc<Generation>,
-        position: &mut Position,
-        work: Work,
-        seqs: BTreeSet<i64>,
-        now: Instant,
-    ) -> (DocWriter, Result<bool>) {
-        let mut next = Position {
-            committed: position.committed,
-            high: position.high,
-            gaps: position.gaps.clone(),
-            heal: Vec::new(),
+        let round = Round {
+            new: batch.new,
+            changed: !batch.work.is_empty(),
         };
-        next.applied(&seqs, now);
-        let safe = next.safe();
-        let generation = generation.clone();
-        let applied = !work.is_empty();
-        let span = tracing::debug_span!("index_commit", changes = work.len(), outbox_seq = safe);
+        let moved = next.committed != tail.position.committed || next.high != tail.position.high;
+        if !round.changed && !moved {
+            // Nothing to make durable: gap bookkeeping is re-derived after a
+            // restart from the last checkpoint.
+            tail.position = next;
+            return Ok(round);
+        }
+        let checkpoint = next.checkpoint();
+        let mut writer = tail.writer.take().expect("writer present between rounds");
+        let generation = tail.generation.clone();
+        let work = batch.work;
+        let span = tracing::debug_span!(
+            "index_commit",
+            changes = work.len(),
+            outbox_seq = checkpoint.outbox_seq
+        );
         let joined = tokio::task::spawn_blocking(move || {
             let _enter = span.enter();
-            let result = apply(&mut writer, &generation, &work, safe);
+            let result = apply(&mut writer, &generation, &work, &checkpoint);
             (writer, result)
         })
         .await;
-        match joined {
-            Ok((writer, Ok(()))) => {
-                next.committed = safe;
-                *position = next;
-                self.handle.progress.committed(safe);
-                (writer, Ok(applied || !seqs.is_empty()))
-            }
-            Ok((writer, Err(e))) => (writer, Err(e)),
+        let (writer, result) = match joined {
+            Ok(done) => done,
             Err(join) => panic!("index writer thread panicked: {join}"),
+        };
+        tail.writer = Some(writer);
+        result?;
+        tail.position = next;
+        tail.heal.clear();
+        if Arc::ptr_eq(&tail.generation, &self.index.live()) {
+            self.handle.progress.committed(tail.position.committed);
+            if round.changed {
+                self.handle.progress.changed();
+            }
         }
+        Ok(round)
     }
 }
 
-/// Applies changes and commits them with `outbox_seq`; blocking.
+/// Drops a tail's writer on a blocking thread: it joins tantivy's threads.
+async fn close(tail: Tail) {
+    let _ = tokio::task::spawn_blocking(move || drop(tail)).await;
+}
+
+/// Applies changes and commits them with `checkpoint`; blocking.
 fn apply(
     writer: &mut DocWriter,
     generation: &Generation,
     work: &[(Kind, i64, Option<Doc>)],
-    outbox_seq: i64,
+    checkpoint: &Checkpoint,
 ) -> Result<()> {
     let started = Instant::now();
     for (kind, id, doc) in work {
@@ -378,7 +680,7 @@ fn apply(
             None => writer.delete(*kind, *id),
         }
     }
-    writer.commit(outbox_seq)?;
+    writer.commit_checkpoint(checkpoint)?;
     generation.reader.reload()?;
     metrics::histogram!("index_commit_seconds").record(started.elapsed().as_secs_f64());
     metrics::counter!("index_changes_applied_total").increment(work.len() as u64);
@@ -389,30 +691,91 @@ fn apply(
 mod tests {
     use super::*;
 
-    fn set(s: &[i64]) -> BTreeSet<i64> {
-        s.iter().copied().collect()
+    const GRACE: Duration = Duration::from_secs(60);
+
+    fn rows(seqs: &[i64]) -> Vec<OutboxRow> {
+        seqs.iter()
+            .map(|&seq| OutboxRow {
+                seq,
+                created_at: 1000 + seq,
+                change: None,
+            })
+            .collect()
     }
 
     #[test]
     fn position_stops_below_a_gap_until_it_fills() {
         let now = Instant::now();
-        let mut p = Position::new(10);
-        p.applied(&set(&[11, 13, 14]), now);
-        assert_eq!(p.high, 14);
-        assert_eq!(p.safe(), 11);
-        p.applied(&set(&[12]), now);
-        assert_eq!(p.safe(), 14);
+        let mut p = Position::new(&Checkpoint::at(10), now);
+        p.applied(&rows(&[11, 13, 14]), now);
+        p.settle(GRACE, now);
+        assert_eq!((p.high, p.committed), (14, 11));
+        p.applied(&rows(&[12]), now);
+        p.settle(GRACE, now);
+        assert_eq!(p.committed, 14);
+        assert!(p.gaps.is_empty());
     }
 
     #[test]
-    fn position_passes_a_gap_after_the_grace_period() {
+    fn a_late_gap_lets_the_position_pass_but_is_still_read() {
         let start = Instant::now();
-        let mut p = Position::new(0);
-        p.applied(&set(&[2]), start);
-        assert_eq!(p.safe(), 0);
-        assert!(p.expire(Duration::from_secs(60), start).is_empty());
-        let later = start + Duration::from_secs(61);
-        assert_eq!(p.expire(Duration::from_secs(60), later), vec![1]);
-        assert_eq!(p.safe(), 2);
+        let mut p = Position::new(&Checkpoint::at(0), start);
+        p.applied(&rows(&[2]), start);
+        p.settle(GRACE, start);
+        assert_eq!(p.committed, 0);
+        let later = start + GRACE + Duration::from_secs(1);
+        assert!(p.settle(GRACE, later).is_empty());
+        assert_eq!(p.committed, 2);
+        // Still re-read, and applied when its transaction commits.
+        assert_eq!(p.ranges(), [(1, 1)]);
+        p.applied(&rows(&[1]), later);
+        assert!(p.gaps.is_empty());
+        assert_eq!(p.committed, 2);
+    }
+
+    #[test]
+    fn a_gap_is_forgotten_only_after_a_check_finds_it_settled() {
+        let now = Instant::now();
+        let mut p = Position::new(&Checkpoint::at(0), now);
+        p.applied(&rows(&[5]), now);
+        p.settle(GRACE, now);
+        // Not due at once: the inserting transaction may not hold its row
+        // lock yet.
+        assert!(p.due(now).is_empty());
+        let now = now + SETTLE_EVERY;
+        assert_eq!(p.due(now), [(1, 4)]);
+        // Still held: kept, and not due again for a while.
+        p.checked(1, false, now);
+        p.applied(&rows(&[2]), now);
+        p.settle(GRACE, now);
+        assert_eq!(p.ranges(), [(1, 1), (3, 4)]);
+        assert!(p.due(now).is_empty());
+        // Settled: what this read did not find never will be.
+        let now = now + SETTLE_EVERY;
+        assert_eq!(p.due(now), [(1, 1), (3, 4)]);
+        p.checked(1, true, now);
+        p.checked(3, true, now);
+        p.applied(&rows(&[4]), now);
+        assert_eq!(p.settle(GRACE, now), [(1, 1), (3, 3)]);
+        assert!(p.gaps.is_empty());
+        assert_eq!(p.committed, 5);
+    }
+
+    #[test]
+    fn gaps_survive_a_checkpoint_round_trip() {
+        let now = Instant::now();
+        let mut p = Position::new(&Checkpoint::at(0), now);
+        p.applied(&rows(&[3, 7]), now);
+        p.settle(GRACE, now + GRACE);
+        let checkpoint = p.checkpoint();
+        let text = serde_json::to_string(&checkpoint).unwrap();
+        let back: Checkpoint = serde_json::from_str(&text).unwrap();
+        let q = Position::new(&back, now);
+        assert_eq!(q.ranges(), [(1, 2), (4, 6)]);
+        assert_eq!((q.committed, q.high, q.high_created_at), (7, 7, Some(1007)));
+        assert!(q.gaps.values().all(|g| g.late));
+        // An old payload with only a position still reads.
+        let old: Checkpoint = serde_json::from_str(r#"{"outbox_seq":42}"#).unwrap();
+        assert_eq!(old, Checkpoint::at(42));
     }
 }

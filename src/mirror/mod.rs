@@ -4,20 +4,52 @@ pub mod indexer;
 pub mod reindex;
 pub mod verify;
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// What the indexer has done, shared with the API (watermarks, readiness).
-#[derive(Debug, Default)]
+/// An indexer that has not finished a loop for this long is stuck: a
+/// round is at most one batch, and rebuilds run beside the loop.
+pub const STUCK_AFTER: Duration = Duration::from_secs(30);
+
+/// What the indexer has done, shared with the API (cache versions,
+/// readiness).
+#[derive(Debug)]
 pub struct Progress {
-    /// Every outbox change up to here is visible to searches.
+    /// Every outbox change up to here is visible to searches, except gaps
+    /// past their grace period, which are still re-read.
     applied_seq: AtomicI64,
     /// When the last batch became visible, in epoch milliseconds.
     last_commit_ms: AtomicI64,
+    /// Changes whenever what searches see changes: a commit that changed
+    /// documents, or a new generation. It starts at a random value, so two
+    /// processes never share one; a cached answer made at the current
+    /// version is exactly what a search would compute now.
+    version: AtomicI64,
+    /// When the indexer last went round its loop, in epoch milliseconds.
+    last_tick_ms: AtomicI64,
     /// Set when the last attempt to read the outbox failed.
-    failing: std::sync::atomic::AtomicBool,
+    failing: AtomicBool,
+    /// Set when the indexer task has ended, by error or panic.
+    stopped: AtomicBool,
+    /// Set when the outbox was found rewound, until a rebuild is live.
+    rewound: AtomicBool,
+}
+
+impl Default for Progress {
+    fn default() -> Progress {
+        Progress {
+            applied_seq: AtomicI64::new(0),
+            last_commit_ms: AtomicI64::new(0),
+            version: AtomicI64::new((rand::random::<u64>() >> 2) as i64),
+            last_tick_ms: AtomicI64::new(crate::db::now_ms()),
+            failing: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            rewound: AtomicBool::new(false),
+        }
+    }
 }
 
 impl Progress {
@@ -29,19 +61,62 @@ impl Progress {
         self.last_commit_ms.load(Ordering::Acquire)
     }
 
+    /// The version of what searches see (see the field).
+    pub fn version(&self) -> i64 {
+        self.version.load(Ordering::Acquire)
+    }
+
     pub fn is_failing(&self) -> bool {
         self.failing.load(Ordering::Acquire)
     }
 
-    /// Records that every change up to `seq` is visible to searches.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    pub fn is_rewound(&self) -> bool {
+        self.rewound.load(Ordering::Acquire)
+    }
+
+    /// How long ago the indexer last went round its loop.
+    pub fn since_tick(&self) -> Duration {
+        let ms = crate::db::now_ms() - self.last_tick_ms.load(Ordering::Acquire);
+        Duration::from_millis(ms.max(0) as u64)
+    }
+
+    /// Records the position every change up to which is visible.
     pub fn committed(&self, seq: i64) {
         self.applied_seq.store(seq, Ordering::Release);
         self.last_commit_ms
             .store(crate::db::now_ms(), Ordering::Release);
     }
 
+    /// Records that what searches see has changed.
+    pub fn changed(&self) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn tick(&self) {
+        self.last_tick_ms
+            .store(crate::db::now_ms(), Ordering::Release);
+    }
+
     fn set_failing(&self, failing: bool) {
         self.failing.store(failing, Ordering::Release);
+    }
+
+    fn set_rewound(&self, rewound: bool) {
+        self.rewound.store(rewound, Ordering::Release);
+    }
+}
+
+/// Marks the indexer stopped when dropped: on return, on error and while
+/// unwinding from a panic, so `/readyz` never reports a dead indexer ready.
+struct Running(Arc<Progress>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.stopped.store(true, Ordering::Release);
     }
 }
 

@@ -1,9 +1,17 @@
 //! Full rebuild of the index from the tables, beside the live generation.
 //!
-//! The outbox position is noted *before* the scan and recorded in the new
-//! generation, so every change made during the scan is applied again by the
-//! indexer afterwards. Applying is idempotent (it loads the current row), so
-//! the overlap is harmless and nothing written during the scan is missed.
+//! The new generation starts from the live generation's checkpoint, gaps
+//! included, taken *before* the scan: everything that checkpoint calls
+//! applied had committed before the scan began, so the scan sees it, and
+//! every other change (after its `high`, or in one of its gaps) is applied
+//! again by the indexer when it catches the new generation up. Applying is
+//! idempotent (it loads the current row), so the overlap is harmless. A
+//! change that commits after the scan read its row is never lost, however
+//! long its transaction was open. Until the new generation is adopted, it
+//! holds back outbox pruning at that position like a replica would.
+//!
+//! One rebuild runs at a time per index directory (a file lock): the CLI,
+//! the admin endpoint and the indexer's own rebuilds all take it.
 
 use std::path::Path;
 
@@ -12,12 +20,16 @@ use rayon::prelude::*;
 use tokio::sync::mpsc;
 
 use crate::db::{outbox, Db};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::morph::{self, Analyzer};
-use crate::index::{create_generation, publish, Morphemes};
+use crate::index::{
+    create_generation, publish, rebuild_marker, Checkpoint, GapRange, Morphemes, RebuildLock,
+};
 use crate::model::{Doc, Kind};
 
 const PAGE: i64 = 1000;
+/// How often a running rebuild refreshes its hold on pruning.
+const HOLD_REFRESH: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rebuilt {
@@ -26,15 +38,44 @@ pub struct Rebuilt {
     pub outbox_seq: i64,
 }
 
+/// Takes the rebuild lock of the index under `root`; a conflict while
+/// another rebuild (any process) holds it.
+pub async fn lock(root: &Path) -> Result<RebuildLock> {
+    let root = root.to_path_buf();
+    tokio::task::spawn_blocking(move || crate::index::try_lock_rebuild(&root))
+        .await??
+        .ok_or_else(|| {
+            Error::Conflict("a reindex is already running on this index directory".to_owned())
+        })
+}
+
 /// Builds a new generation from the tables and publishes it. A serving
-/// process picks it up on its indexer's next round.
+/// process catches it up and swaps it in.
 pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -> Result<Rebuilt> {
+    let lock = lock(root).await?;
+    reindex_locked(db, root, lock, memory, show_progress).await
+}
+
+/// [`reindex`] with the lock already taken (the admin endpoint takes it
+/// first, so that it can answer 409 at once).
+pub async fn reindex_locked(
+    db: &Db,
+    root: &Path,
+    lock: RebuildLock,
+    memory: usize,
+    show_progress: bool,
+) -> Result<Rebuilt> {
     let started = std::time::Instant::now();
-    // Pruned rows were applied by everyone; an empty outbox after a prune
-    // still has a position.
-    let outbox_seq = outbox::max_seq(db)
-        .await?
-        .max(outbox::pruned_through(db).await?);
+    let live = {
+        let root = root.to_path_buf();
+        tokio::task::spawn_blocking(move || -> Result<_> {
+            crate::index::remove_unpublished(&root, &lock)?;
+            Ok((lock, crate::index::published_checkpoint(&root)?))
+        })
+        .await??
+    };
+    let (_lock, live) = live;
+    let live = live.unwrap_or_default();
     let expected = outbox::count_rows(db, Kind::Question).await?
         + outbox::count_rows(db, Kind::Review).await?;
     let bar = if show_progress {
@@ -69,7 +110,7 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
                 .map_err(std::io::Error::other)?,
         ),
     };
-    let (generation, mut writer) = {
+    let (generation, writer) = {
         let root = root.clone();
         let indexing_threads = cores.saturating_sub(analysing).max(1);
         tokio::task::spawn_blocking(move || -> Result<_> {
@@ -82,9 +123,123 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
     let generation_id = generation.id;
     let generation_path = generation.path.clone();
     drop(generation);
+    let marker = rebuild_marker(&generation_path);
+    let built = build(
+        db,
+        &marker,
+        live,
+        &bar,
+        writer,
+        pool,
+        expected,
+        generation_id,
+    )
+    .await;
+    let (docs, checkpoint) = match built {
+        Ok(built) => built,
+        Err(e) => {
+            // Never published, so never live: remove it.
+            let _ = std::fs::remove_dir_all(&generation_path);
+            let _ = outbox::release(db, &marker).await;
+            return Err(e);
+        }
+    };
+    publish(&root, generation_id)?;
+    bar.finish_and_clear();
     tracing::info!(
         generation = generation_id,
-        outbox_seq,
+        docs,
+        outbox_seq = checkpoint.outbox_seq,
+        elapsed_secs = started.elapsed().as_secs(),
+        "reindex published"
+    );
+    Ok(Rebuilt {
+        generation: generation_id,
+        docs,
+        outbox_seq: checkpoint.outbox_seq,
+    })
+}
+
+/// Past this many outbox rows behind the head, a rebuild does not replay
+/// from the live checkpoint but reads which ids exist (see `from_outbox`).
+const REPLAY_LIMIT: i64 = 100_000;
+
+/// Where the new generation starts: the live checkpoint, unless the outbox
+/// no longer holds what it describes or it is far behind. Called once the
+/// rebuild holds back pruning at the live position, so the pruned position
+/// read here stays.
+async fn starting_point(db: &Db, live: Checkpoint) -> Result<Checkpoint> {
+    let pruned = outbox::pruned_through(db).await?;
+    let high = live.high.unwrap_or(live.outbox_seq);
+    if outbox::rewound(db, high, live.high_created_at).await? {
+        // A restored database: its history is not the one the live index
+        // followed.
+        tracing::warn!(
+            live_high = high,
+            pruned_through = pruned,
+            "the outbox restarted below the live index's position; rebuilding from what it holds"
+        );
+        return from_outbox(db, pruned).await;
+    }
+    if live.outbox_seq < pruned || outbox::max_seq(db).await? - high > REPLAY_LIMIT {
+        // Pruned rows had committed before this scan, so it has them; and a
+        // long replay would cost more than reading which ids exist.
+        return from_outbox(db, pruned).await;
+    }
+    Ok(live)
+}
+
+/// A checkpoint from the outbox itself: its newest id, and every id after
+/// `after` missing right now as a gap. An id visible now committed before
+/// the scan, so the scan has its change; a missing one is re-read until it
+/// appears or is known rolled back.
+async fn from_outbox(db: &Db, after: i64) -> Result<Checkpoint> {
+    use futures::TryStreamExt;
+    let mut checkpoint = Checkpoint::at(after);
+    let mut high = after;
+    let mut gaps = Vec::new();
+    let mut rows = sqlx::query_as::<_, (i64, i64)>(
+        "SELECT seq, created_at FROM search_outbox WHERE seq > ? ORDER BY seq",
+    )
+    .bind(after)
+    .fetch(&db.pool);
+    while let Some((seq, created_at)) = rows.try_next().await? {
+        if seq > high + 1 {
+            gaps.push(GapRange {
+                first: high + 1,
+                last: seq - 1,
+                late: false,
+            });
+        }
+        high = seq;
+        checkpoint.high_created_at = Some(created_at);
+    }
+    checkpoint.outbox_seq = gaps.first().map_or(high, |g| g.first - 1);
+    checkpoint.high = Some(high);
+    checkpoint.gaps = gaps;
+    Ok(checkpoint)
+}
+
+/// Holds back pruning, scans the tables into `writer` and commits. Returns
+/// the documents written and the checkpoint committed.
+#[allow(clippy::too_many_arguments)]
+async fn build(
+    db: &Db,
+    marker: &str,
+    live: Checkpoint,
+    bar: &ProgressBar,
+    mut writer: crate::index::DocWriter,
+    pool: Option<rayon::ThreadPool>,
+    expected: i64,
+    generation_id: u64,
+) -> Result<(u64, Checkpoint)> {
+    outbox::hold_for_rebuild(db, marker, live.outbox_seq).await?;
+    let checkpoint = starting_point(db, live).await?;
+    outbox::hold_for_rebuild(db, marker, checkpoint.outbox_seq).await?;
+    tracing::info!(
+        generation = generation_id,
+        outbox_seq = checkpoint.outbox_seq,
+        gaps = checkpoint.gaps.len(),
         rows = expected,
         "reindex started"
     );
@@ -92,6 +247,7 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
     // Reading pages and indexing them overlap: the blocking side owns the
     // writer and the async side keeps the next page coming.
     let (tx, mut rx) = mpsc::channel::<Vec<Doc>>(4);
+    let committed = checkpoint.clone();
     let indexing = tokio::task::spawn_blocking(move || -> Result<u64> {
         let mut docs = 0u64;
         while let Some(page) = rx.blocking_recv() {
@@ -104,12 +260,13 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
             }
             docs += page.len() as u64;
         }
-        writer.commit(outbox_seq)?;
+        writer.commit_checkpoint(&committed)?;
         writer.wait_merging_threads()?;
         Ok(docs)
     });
 
     let mut read_error = None;
+    let mut reported = std::time::Instant::now();
     'kinds: for kind in [Kind::Question, Kind::Review] {
         let mut after = 0;
         loop {
@@ -126,35 +283,22 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
             if tx.send(page).await.is_err() {
                 break 'kinds; // the writer failed; its error is reported below
             }
+            // Still alive: a hold not refreshed within the retention window
+            // stops holding back pruning.
+            if reported.elapsed() >= HOLD_REFRESH {
+                outbox::hold_for_rebuild(db, marker, checkpoint.outbox_seq).await?;
+                reported = std::time::Instant::now();
+            }
         }
     }
     drop(tx);
     tracing::info!(
         generation = generation_id,
-        elapsed_secs = started.elapsed().as_secs(),
         "reindex read every row; committing"
     );
     let indexed = indexing.await?;
-    let docs = match (read_error, indexed) {
-        (None, Ok(docs)) => docs,
-        (Some(e), _) | (None, Err(e)) => {
-            // Never published, so never live: remove it.
-            let _ = std::fs::remove_dir_all(&generation_path);
-            return Err(e);
-        }
-    };
-    publish(&root, generation_id)?;
-    bar.finish_and_clear();
-    tracing::info!(
-        generation = generation_id,
-        docs,
-        outbox_seq,
-        elapsed_secs = started.elapsed().as_secs(),
-        "reindex published"
-    );
-    Ok(Rebuilt {
-        generation: generation_id,
-        docs,
-        outbox_seq,
-    })
+    match (read_error, indexed) {
+        (None, Ok(docs)) => Ok((docs, checkpoint)),
+        (Some(e), _) | (None, Err(e)) => Err(e),
+    }
 }

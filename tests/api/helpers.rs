@@ -132,6 +132,8 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         housekeeping_ms: 10_000,
         poll_ms: 20,
         gap_grace_secs: 60,
+        indexer_batch: 2000,
+        heal_duplicates: false,
     };
     configure(&mut args);
     start(
@@ -283,6 +285,20 @@ impl TestApp {
             args,
             Fixture {
                 dir,
+                mysql_database: None,
+            },
+        )
+        .await
+    }
+
+    /// A second server on the same database with the index under `dir`.
+    pub async fn spawn_replica_on(&self, dir: PathBuf) -> TestApp {
+        let mut args = self.args.clone();
+        args.store.index_dir = dir;
+        start(
+            args,
+            Fixture {
+                dir: tempfile::tempdir().expect("temp dir"),
                 mysql_database: None,
             },
         )

@@ -379,13 +379,15 @@ async fn a_replica_behind_the_pruned_outbox_rebuilds_itself(store: Store) {
     app.finish().await;
 }
 
-/// `chaja serve` as a separate process on the test's database.
-fn spawn_server(database_url: &str, index_dir: &std::path::Path) -> Server {
+/// `chaja serve` as a separate process on the test's database, with
+/// duplicate healing off: nothing may need it.
+fn spawn_server(database_url: &str, index_dir: &std::path::Path, port: u16) -> Server {
     Server::start(&[
         ("DATABASE_URL", database_url.to_owned()),
         ("CHAJA_INDEX_DIR", index_dir.display().to_string()),
-        ("CHAJA_BIND", "127.0.0.1:0".to_owned()),
+        ("CHAJA_BIND", format!("127.0.0.1:{port}")),
         ("CHAJA_POLL_MS", "5".to_owned()),
+        ("CHAJA_HEAL_DUPLICATES", "false".to_owned()),
     ])
 }
 
@@ -394,7 +396,8 @@ async fn kill_9_during_a_write_burst_loses_nothing(store: Store) {
     let user = app.create_user("u").await;
     let dir = tempfile::tempdir().unwrap();
     let url = app.args.store.database_url.clone();
-    let mut server = spawn_server(&url, dir.path());
+    let port = crate::helpers::free_port();
+    let mut server = spawn_server(&url, dir.path(), port);
     let burst = {
         let db = app.db().clone();
         tokio::spawn(async move {
@@ -411,26 +414,34 @@ async fn kill_9_during_a_write_burst_loses_nothing(store: Store) {
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     server.kill(); // SIGKILL: no shutdown, no final commit
     burst.await.unwrap();
-    let mut server = spawn_server(&url, dir.path());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let report = loop {
-        // Only ever open what the server created.
-        let created = dir.path().join("CURRENT").exists();
-        if let Some(index) = created
-            .then(|| chaja::index::SearchIndex::open_or_create(dir.path()).ok())
-            .flatten()
-        {
-            let report = verify(app.db(), index.live()).await.unwrap();
-            if report.is_clean() {
-                break report;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "index never matched: {report:?}"
-            );
+    let mut server = spawn_server(&url, dir.path(), port);
+    // Once the server has applied the whole outbox, the index must equal
+    // the tables at once: healing is off, so nothing can mend it later.
+    let head = outbox::max_seq(app.db()).await.unwrap();
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let ready = client
+            .get(format!("http://127.0.0.1:{port}/readyz"))
+            .send()
+            .await;
+        let applied = match ready {
+            Ok(response) => response.json::<serde_json::Value>().await.ok(),
+            Err(_) => None,
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+        .and_then(|body| body["indexer"]["applied_seq"].as_i64());
+        if applied.is_some_and(|applied| applied >= head) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the restarted server never caught up"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let index = chaja::index::SearchIndex::open_or_create(dir.path()).unwrap();
+    let report = verify(app.db(), index.live()).await.unwrap();
+    assert!(report.is_clean(), "{report:?}");
     server.kill();
     assert_eq!(report.questions_in_db, 1500);
     assert_eq!(report.docs_in_index, 1500);

@@ -1,0 +1,359 @@
+//! The mirror under concurrent transactions, rebuilds and restores: each
+//! test reproduces one way a change could be lost or outlive its delete,
+//! and fails on the code before its fix.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::Value;
+use sqlx::Connection;
+
+use chaja::db::outbox;
+use chaja::error::Error;
+use chaja::mirror::reindex::{self, reindex};
+
+use crate::both_stores;
+use crate::helpers::{spawn_app_with, Store, TestApp};
+
+both_stores!(
+    rows_written_during_a_rebuild_never_vanish_at_the_swap,
+    a_rebuild_at_an_unchanged_position_replaces_cached_answers,
+    an_outbox_rewound_below_the_index_is_detected_and_rebuilt,
+    unknown_outbox_rows_are_skipped,
+    only_one_reindex_runs_at_a_time,
+    a_rebuild_holds_back_pruning_until_it_is_adopted,
+);
+
+fn mysql_url(app: &TestApp) -> String {
+    app.args.store.database_url.clone()
+}
+
+/// A transaction on its own connection, held open by the test.
+async fn open_transaction(app: &TestApp) -> sqlx::MySqlConnection {
+    let mut conn = sqlx::MySqlConnection::connect(&mysql_url(app))
+        .await
+        .unwrap();
+    exec(&mut conn, "BEGIN").await;
+    conn
+}
+
+/// Plain text protocol: `BEGIN` and `COMMIT` cannot be prepared.
+async fn exec(conn: &mut sqlx::MySqlConnection, sql: &str) {
+    sqlx::raw_sql(sql).execute(&mut *conn).await.unwrap();
+}
+
+/// Polls `q`'s total until it is `want`, for at most `within`.
+async fn wait_total(app: &TestApp, q: &str, want: u64, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let total = app.search(q, "").await["total"].as_u64().unwrap();
+        if total == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{q:?}: total {total}, wanted {want} within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn wait_for_generation(app: &TestApp, id: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while app.state.index.live().id != id {
+        assert!(Instant::now() < deadline, "generation {id} never went live");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A transaction that stays open past the gap grace period and then
+/// commits: its row is found within the documented bound (grace + 10 s)
+/// of the commit. Before, the gap was forgotten at the grace period and the
+/// row never became searchable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_open_past_the_grace_is_applied_when_it_commits() {
+    let app = spawn_app_with(Store::MySql, |a| a.gap_grace_secs = 1).await;
+    let user = app.create_user("u").await;
+    let mut long = open_transaction(&app).await;
+    exec(
+        &mut long,
+        &format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '늦은커밋', '본문')"
+        ),
+    )
+    .await;
+    // A later id commits first: the open one is a gap.
+    app.create_question(user, "먼저커밋", "본문").await;
+    wait_total(&app, "먼저커밋", 1, Duration::from_secs(10)).await;
+    // Past the grace the recorded position moves on...
+    let behind = outbox::max_seq(app.db()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while app.state.mirror.progress.applied_seq() < behind {
+        assert!(
+            Instant::now() < deadline,
+            "position never passed the late gap"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // ...and the late commit is still applied.
+    exec(&mut long, "COMMIT").await;
+    wait_total(&app, "늦은커밋", 1, Duration::from_secs(11)).await;
+    app.finish().await;
+}
+
+/// A delete that commits after a rebuild scanned its row (the scan read the
+/// row while the deleting transaction was still open): the row leaves the
+/// index. Before, the rebuild recorded the outbox's highest id as its
+/// position and the delete below it was never replayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_committed_after_a_rebuild_scanned_its_row_is_applied() {
+    let app = spawn_app_with(Store::MySql, |a| a.gap_grace_secs = 1).await;
+    let user = app.create_user("u").await;
+    let doomed = app.create_question(user, "삭제대상", "본문").await;
+    app.wait_indexed().await;
+    let mut deleting = open_transaction(&app).await;
+    exec(
+        &mut deleting,
+        &format!("DELETE FROM questions WHERE id = {doomed}"),
+    )
+    .await;
+    app.create_question(user, "나중글", "본문").await;
+    wait_total(&app, "나중글", 1, Duration::from_secs(10)).await;
+    let rebuilt = reindex(app.db(), &app.index_dir(), 32 << 20, false)
+        .await
+        .unwrap();
+    wait_for_generation(&app, rebuilt.generation).await;
+    assert_eq!(app.search("삭제대상", "").await["total"], 1);
+    exec(&mut deleting, "COMMIT").await;
+    wait_total(&app, "삭제대상", 0, Duration::from_secs(11)).await;
+    app.finish().await;
+}
+
+/// While a gap holds the recorded position still, new rows above it are
+/// applied, and cached answers must follow them. Before, an answer cached
+/// at the held position stayed "fresh" until the gap resolved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_answers_follow_commits_while_a_gap_holds_the_position() {
+    let app = spawn_app_with(Store::MySql, |a| a.cache_max_stale_ms = 0).await;
+    let user = app.create_user("u").await;
+    let mut open = open_transaction(&app).await;
+    exec(
+        &mut open,
+        &format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '구멍', '본문')"
+        ),
+    )
+    .await;
+    app.create_question(user, "캐시갭 하나", "본문").await;
+    wait_total(&app, "캐시갭", 1, Duration::from_secs(10)).await;
+    let held = app.state.mirror.progress.applied_seq();
+    app.create_question(user, "캐시갭 둘", "본문").await;
+    wait_total(&app, "캐시갭", 2, Duration::from_secs(10)).await;
+    assert_eq!(
+        app.state.mirror.progress.applied_seq(),
+        held,
+        "the gap still holds the position"
+    );
+    exec(&mut open, "ROLLBACK").await;
+    app.finish().await;
+}
+
+/// Rows the live generation has and a rebuilt one does not have yet (it
+/// replays them from the outbox) never disappear from search at the swap.
+/// Before, the swap came first and the replay after.
+async fn rows_written_during_a_rebuild_never_vanish_at_the_swap(store: Store) {
+    let app = spawn_app_with(store, |a| a.indexer_batch = 5).await;
+    let user = app.create_user("u").await;
+    let mut tx = app.db().pool.begin().await.unwrap();
+    for i in 0..200 {
+        let sql = format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '교체 {i}', '본문')"
+        );
+        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    app.wait_indexed().await;
+    assert_eq!(app.search("교체", "").await["total"], 200);
+    // A rebuild whose scan saw none of the rows: they all come by replay.
+    let root = app.index_dir();
+    let published = tokio::task::spawn_blocking(move || {
+        let generation = chaja::index::create_generation(&root).unwrap();
+        generation.writer(32 << 20).unwrap().commit(0).unwrap();
+        chaja::index::publish(&root, generation.id).unwrap();
+        generation.id
+    })
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while app.state.index.live().id != published {
+        assert_eq!(app.search("교체", "").await["total"], 200, "rows vanished");
+        assert!(Instant::now() < deadline, "the rebuild never went live");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(app.search("교체", "").await["total"], 200);
+    app.finish().await;
+}
+
+/// Triggers off, a row changes: the index drifts, at an unchanged outbox
+/// position. A rebuild fixes the index, and cached answers must not
+/// outlive it. Before, the cache keyed freshness on the outbox position.
+async fn a_rebuild_at_an_unchanged_position_replaces_cached_answers(store: Store) {
+    let app = spawn_app_with(store, |a| a.cache_max_stale_ms = 0).await;
+    let user = app.create_user("u").await;
+    let q = app.create_question(user, "재색인 전", "본문").await;
+    app.wait_indexed().await;
+    assert_eq!(app.search("재색인", "").await["total"], 1);
+    assert_eq!(app.search("재색인", "").await["cache"]["hit"], true);
+    app.sql("DROP TRIGGER questions_outbox_update").await;
+    app.sql(&format!(
+        "UPDATE questions SET title = '다시 색인' WHERE id = {q}"
+    ))
+    .await;
+    let rebuilt = reindex(app.db(), &app.index_dir(), 32 << 20, false)
+        .await
+        .unwrap();
+    wait_for_generation(&app, rebuilt.generation).await;
+    let after = app.search("재색인", "").await;
+    assert_eq!(after["total"], 0, "{after}");
+    app.finish().await;
+}
+
+/// A database restored from a backup: outbox ids restart below what the
+/// index applied. The indexer notices and rebuilds; new writes are found
+/// and rows the restore took away leave. Before, every write at or below
+/// the old position was skipped silently.
+async fn an_outbox_rewound_below_the_index_is_detected_and_rebuilt(store: Store) {
+    let app = spawn_app_with(store, |a| a.housekeeping_ms = 50).await;
+    let user = app.create_user("u").await;
+    for i in 0..5 {
+        app.create_question(user, &format!("되감기 {i}"), "본문")
+            .await;
+    }
+    app.wait_indexed().await;
+    let kept: i64 = sqlx::query_scalar("SELECT MIN(seq) + 1 FROM search_outbox")
+        .fetch_one(&app.db().pool)
+        .await
+        .unwrap();
+    let reset = match store {
+        Store::MySql => format!("ALTER TABLE search_outbox AUTO_INCREMENT = {}", kept + 1),
+        Store::Sqlite => {
+            format!("UPDATE sqlite_sequence SET seq = {kept} WHERE name = 'search_outbox'")
+        }
+    };
+    let app = app
+        .restart_with(|offline| async move {
+            // The backup: two questions, and the outbox up to them.
+            offline.sql("DELETE FROM questions WHERE title NOT IN ('되감기 0', '되감기 1')").await;
+            offline.sql(&format!("DELETE FROM search_outbox WHERE seq > {kept}")).await;
+            offline.sql(&reset).await;
+            // Written after the restore, under an id the index has applied.
+            offline.sql(&format!("INSERT INTO questions (author_id, title, content) VALUES ({user}, '복원 후', '본문')")).await;
+        })
+        .await;
+    wait_total(&app, "복원 후", 1, Duration::from_secs(30)).await;
+    wait_total(&app, "되감기", 2, Duration::from_secs(30)).await;
+    let (status, _) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::OK);
+    app.finish().await;
+}
+
+/// An outbox row of an entity type this version does not know is skipped,
+/// and the position moves past it. Before, a batch of only such rows was
+/// read again forever.
+async fn unknown_outbox_rows_are_skipped(store: Store) {
+    let app = spawn_app_with(store, |_| {}).await;
+    app.sql("INSERT INTO search_outbox (entity_type, entity_id, op) VALUES ('bogus', 1, 'upsert')")
+        .await;
+    app.wait_indexed().await;
+    app.finish().await;
+}
+
+/// One rebuild at a time per index directory, whoever asks: the CLI, the
+/// admin endpoint, the indexer.
+async fn only_one_reindex_runs_at_a_time(store: Store) {
+    let app = spawn_app_with(store, |_| {}).await;
+    let user = app.create_user("u").await;
+    app.create_question(user, "잠금", "본문").await;
+    app.wait_indexed().await;
+    // A rebuild that died before publishing left its directory behind.
+    let orphan = app.index_dir().join("gen-000999");
+    std::fs::create_dir_all(&orphan).unwrap();
+    let held = reindex::lock(&app.index_dir()).await.unwrap();
+    let second = reindex(app.db(), &app.index_dir(), 32 << 20, false).await;
+    assert!(matches!(second, Err(Error::Conflict(_))), "{second:?}");
+    let (status, body) = app
+        .send(reqwest::Method::POST, "/api/admin/reindex", Value::Null)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    drop(held);
+    let rebuilt = reindex(app.db(), &app.index_dir(), 32 << 20, false)
+        .await
+        .unwrap();
+    assert!(!orphan.exists(), "the orphan generation was not removed");
+    wait_for_generation(&app, rebuilt.generation).await;
+    assert_eq!(app.search("잠금", "").await["total"], 1);
+    app.finish().await;
+}
+
+/// A rebuild counts as a replica for pruning until a server adopts what it
+/// built: otherwise the outbox rows it must replay could be pruned under it.
+async fn a_rebuild_holds_back_pruning_until_it_is_adopted(store: Store) {
+    let app = spawn_app_with(store, |a| {
+        a.outbox_keep = 0;
+        a.housekeeping_ms = 50;
+    })
+    .await;
+    let user = app.create_user("u").await;
+    app.create_question(user, "보류 전", "본문").await;
+    app.wait_indexed().await;
+    // A rebuild for another index directory that no server follows yet.
+    let other = tempfile::tempdir().unwrap();
+    let rebuilt = reindex(app.db(), &other.path().join("index"), 32 << 20, false)
+        .await
+        .unwrap();
+    for i in 0..10 {
+        app.create_question(user, &format!("보류 {i}"), "본문")
+            .await;
+    }
+    app.wait_indexed().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        outbox::pruned_through(app.db()).await.unwrap() <= rebuilt.outbox_seq,
+        "pruned past the rebuild's position"
+    );
+    // A server on that directory adopts it, replays, and releases the hold.
+    let replica = app.spawn_replica_on(other.path().join("index")).await;
+    replica.wait_indexed().await;
+    assert_eq!(replica.search("보류", "").await["total"], 11);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while outbox::pruned_through(app.db()).await.unwrap() <= rebuilt.outbox_seq {
+        assert!(Instant::now() < deadline, "the hold was never released");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    replica.finish().await;
+    app.finish().await;
+}
+
+/// `/readyz` fails once the indexer has stopped: the index no longer
+/// follows the database. Before, it said ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_fails_when_the_indexer_has_stopped() {
+    let app = spawn_app_with(Store::Sqlite, |_| {}).await;
+    assert_eq!(app.get("/readyz").await.0, StatusCode::OK);
+    // A damaged `CURRENT` stops the indexer at its next round.
+    std::fs::write(app.index_dir().join("CURRENT"), "not a generation\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = app.get("/readyz").await;
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            assert_eq!(body["indexer"]["stopped"], true, "{body}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "still ready: {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Searches still answer from the live generation.
+    assert_eq!(app.search("아무거나", "").await["total"], 0);
+    app.finish().await;
+}
