@@ -12,7 +12,7 @@ use chaja::mirror::Progress;
 use serde_json::Value;
 
 use crate::both_stores;
-use crate::helpers::{free_port, redis_url, spawn_app_with, Store, TestApp};
+use crate::helpers::{redis_url, spawn_app_with, RedisServer, Store, TestApp};
 
 both_stores!(
     answers_are_cached_until_the_index_moves,
@@ -187,43 +187,6 @@ async fn a_flood_of_unique_queries_evicts_no_hot_key_and_stays_out_of_redis() {
     let prefix = app.args.cache_prefix.clone();
     assert_eq!(redis_keys(&prefix, "search:v2:").await.len(), 1);
     app.finish().await;
-}
-
-/// A private redis-server on a free port, stopped on drop.
-struct RedisServer {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl RedisServer {
-    fn start_on(port: u16) -> RedisServer {
-        let child = std::process::Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (see .ci/run)");
-        RedisServer { child, port }
-    }
-
-    fn start() -> RedisServer {
-        RedisServer::start_on(free_port())
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 async fn redis_state(app: &TestApp) -> String {

@@ -1,7 +1,5 @@
 //! Faults the mirror must survive, against real databases.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
@@ -10,7 +8,7 @@ use serde_json::json;
 use chaja::mirror::verify::verify;
 
 use crate::both_stores;
-use crate::helpers::{free_port, spawn_app, spawn_app_with, Store};
+use crate::helpers::{spawn_app, spawn_app_with, PrivateMariaDb, Store};
 
 both_stores!(
     a_row_inserted_and_deleted_before_indexing_never_shows,
@@ -78,86 +76,6 @@ async fn a_burst_of_ten_thousand_raw_inserts_is_indexed(store: Store) {
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(report.docs_in_index, 10_000);
     app.finish().await;
-}
-
-/// A private MariaDB on its own port and data directory, so that stopping
-/// it does not disturb the other tests.
-struct PrivateMariaDb {
-    datadir: tempfile::TempDir,
-    port: u16,
-    process: Option<Child>,
-}
-
-impl PrivateMariaDb {
-    fn install() -> PrivateMariaDb {
-        let datadir = tempfile::tempdir().unwrap();
-        let status = Command::new("mariadb-install-db")
-            .args(["--no-defaults", "--user=root", "--skip-test-db"])
-            .arg(format!("--datadir={}", datadir.path().display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("mariadb-install-db (MariaDB server package) is installed");
-        assert!(status.success());
-        let port = free_port();
-        PrivateMariaDb {
-            datadir,
-            port,
-            process: None,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("mysql://root@127.0.0.1:{}/test", self.port)
-    }
-
-    async fn start(&mut self) {
-        let dir: &Path = self.datadir.path();
-        let child = Command::new("/usr/sbin/mariadbd")
-            .arg("--no-defaults")
-            .arg(format!("--datadir={}", dir.display()))
-            .arg(format!("--socket={}", dir.join("mysqld.sock").display()))
-            .arg(format!("--port={}", self.port))
-            .args([
-                "--bind-address=127.0.0.1",
-                "--user=root",
-                "--skip-grant-tables",
-                "--skip-log-bin",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.process = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let admin = format!("mysql://root@127.0.0.1:{}/mysql", self.port);
-        loop {
-            let db = chaja::db::Db::connect_lazy(&admin, 1).unwrap();
-            if sqlx::query("CREATE DATABASE IF NOT EXISTS test")
-                .execute(&db.pool)
-                .await
-                .is_ok()
-            {
-                db.pool.close().await;
-                return;
-            }
-            assert!(Instant::now() < deadline, "private MariaDB did not start");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.process.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for PrivateMariaDb {
-    fn drop(&mut self) {
-        self.stop();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -411,3 +411,129 @@ impl Offline {
         sqlx::query(sql).execute(&self.db.pool).await.unwrap();
     }
 }
+
+/// A private MariaDB on its own port and data directory, so that stopping
+/// it does not disturb the other tests.
+pub struct PrivateMariaDb {
+    datadir: tempfile::TempDir,
+    pub port: u16,
+    process: Option<std::process::Child>,
+}
+
+impl PrivateMariaDb {
+    pub fn install() -> PrivateMariaDb {
+        let datadir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mariadb-install-db")
+            .args(["--no-defaults", "--user=root", "--skip-test-db"])
+            .arg(format!("--datadir={}", datadir.path().display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("mariadb-install-db (MariaDB server package) is installed");
+        assert!(status.success());
+        let port = free_port();
+        PrivateMariaDb {
+            datadir,
+            port,
+            process: None,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("mysql://root@127.0.0.1:{}/test", self.port)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.process.is_some()
+    }
+
+    pub async fn start(&mut self) {
+        let dir: &std::path::Path = self.datadir.path();
+        let child = std::process::Command::new("/usr/sbin/mariadbd")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", dir.display()))
+            .arg(format!("--socket={}", dir.join("mysqld.sock").display()))
+            .arg(format!("--port={}", self.port))
+            .args([
+                "--bind-address=127.0.0.1",
+                "--user=root",
+                "--skip-grant-tables",
+                "--skip-log-bin",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        self.process = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let admin = format!("mysql://root@127.0.0.1:{}/mysql", self.port);
+        loop {
+            let db = chaja::db::Db::connect_lazy(&admin, 1).unwrap();
+            if sqlx::query("CREATE DATABASE IF NOT EXISTS test")
+                .execute(&db.pool)
+                .await
+                .is_ok()
+            {
+                db.pool.close().await;
+                return;
+            }
+            assert!(Instant::now() < deadline, "private MariaDB did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.process.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for PrivateMariaDb {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A private redis-server on a free port, stopped on drop.
+pub struct RedisServer {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl RedisServer {
+    pub fn start_on(port: u16) -> RedisServer {
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (see .ci/run)");
+        RedisServer { child, port }
+    }
+
+    pub fn start() -> RedisServer {
+        RedisServer::start_on(free_port())
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// For SIGSTOP and SIGCONT.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

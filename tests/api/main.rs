@@ -2,6 +2,7 @@
 //! touch a store run once on SQLite and once on MariaDB/MySQL.
 
 mod cache;
+mod checker;
 mod concurrency;
 mod faults;
 mod helpers;
