@@ -240,6 +240,9 @@ pub async fn heartbeat(db: &Db, replica: &str, applied: i64) -> Result<()> {
     Ok(())
 }
 
+/// Batches one `prune` call deletes at most.
+const PRUNE_BATCHES: usize = 10;
+
 /// Everything at or below this was pruned: a replica behind it missed rows.
 pub async fn pruned_through(db: &Db) -> Result<i64> {
     Ok(
@@ -251,8 +254,9 @@ pub async fn pruned_through(db: &Db) -> Result<i64> {
 }
 
 /// Deletes outbox rows that every replica seen within `window_ms` has
-/// applied, `batch` ids at a time, keeping `keep` rows of history. Returns
-/// the rows deleted.
+/// applied, `batch` ids at a time and at most `PRUNE_BATCHES` batches a
+/// call (the indexer's loop waits for it; the rest goes next time), keeping
+/// `keep` rows of history. Returns the rows deleted.
 pub async fn prune(db: &Db, window_ms: i64, keep: i64, batch: i64) -> Result<u64> {
     let since = super::now_ms() - window_ms;
     let lowest: Option<i64> =
@@ -264,7 +268,9 @@ pub async fn prune(db: &Db, window_ms: i64, keep: i64, batch: i64) -> Result<u64
     let target = lowest - keep;
     let mut from = pruned_through(db).await?;
     let mut deleted = 0;
-    while from < target {
+    let mut batches = 0;
+    while from < target && batches < PRUNE_BATCHES {
+        batches += 1;
         let to = (from + batch).min(target);
         let mut tx = db.pool.begin().await?;
         deleted += sqlx::query("DELETE FROM search_outbox WHERE seq > ? AND seq <= ?")
