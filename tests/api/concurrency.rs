@@ -357,3 +357,42 @@ async fn readyz_fails_when_the_indexer_has_stopped() {
     assert_eq!(app.search("아무거나", "").await["total"], 0);
     app.finish().await;
 }
+
+/// `/readyz` fails while the indexer's loop is stuck: here its heartbeat
+/// waits on a lock an operator's transaction holds on `search_replicas`, so
+/// the index stops following the database. Before, it said ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_fails_while_the_indexer_is_stuck() {
+    let app = spawn_app_with(Store::MySql, |a| a.housekeeping_ms = 100).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while outbox_replicas(&app).await == 0 {
+        assert!(Instant::now() < deadline, "no heartbeat");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut lock = open_transaction(&app).await;
+    exec(&mut lock, "SELECT * FROM search_replicas FOR UPDATE").await;
+    let deadline = Instant::now() + chaja::mirror::STUCK_AFTER + Duration::from_secs(15);
+    loop {
+        let (status, body) = app.get("/readyz").await;
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            assert_eq!(body["indexer"]["stuck"], true, "{body}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "still ready: {body}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    exec(&mut lock, "ROLLBACK").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while app.get("/readyz").await.0 != StatusCode::OK {
+        assert!(Instant::now() < deadline, "never ready again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.finish().await;
+}
+
+async fn outbox_replicas(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM search_replicas")
+        .fetch_one(&app.db().pool)
+        .await
+        .unwrap()
+}
