@@ -216,10 +216,25 @@ pub struct ServeArgs {
     )]
     pub cursor_secret: String,
 
-    /// When set, writes and `/api/admin/*` need `Authorization: Bearer <key>`.
-    /// Searches and reads stay public.
+    /// When set, writes need `Authorization: Bearer <key>`; unset, writes
+    /// are open.
+    #[arg(long, env = "CHAJA_WRITE_KEY", hide_env_values = true)]
+    pub write_key: Option<String>,
+
+    /// The write key's older name, used when `CHAJA_WRITE_KEY` is not set.
+    /// It never guards `/api/admin/*`.
     #[arg(long, env = "CHAJA_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+
+    /// Guards `/api/admin/*` and `/metrics`. Unset, they answer only clients
+    /// on loopback.
+    #[arg(long, env = "CHAJA_ADMIN_KEY", hide_env_values = true)]
+    pub admin_key: Option<String>,
+
+    /// When set, searches, suggestions and trending need it; unset, they are
+    /// public.
+    #[arg(long, env = "CHAJA_SEARCH_KEY", hide_env_values = true)]
+    pub search_key: Option<String>,
 
     /// Requests per second per client IP (bursts of twice that); 0 is off.
     #[arg(long, env = "CHAJA_RATE_LIMIT", default_value_t = 0)]
@@ -325,7 +340,11 @@ impl ServeArgs {
 
     pub fn limits(&self) -> crate::http::Limits {
         crate::http::Limits {
-            api_key: self.api_key.clone(),
+            keys: crate::http::Keys::new(
+                self.search_key.clone(),
+                self.write_key.clone().or_else(|| self.api_key.clone()),
+                self.admin_key.clone(),
+            ),
             rate_per_second: self.rate_limit,
             timeout: Duration::from_millis(self.request_timeout_ms.max(1)),
             max_in_flight: self.max_in_flight.max(1),

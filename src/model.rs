@@ -78,11 +78,34 @@ pub struct Doc {
 
 /// RFC 3339 in UTC, as the API shows timestamps.
 pub fn rfc3339(ms: i64) -> String {
+    // Always three fraction digits, as JavaScript's `toISOString` writes
+    // them, so that the strings sort the way the times do: trimmed, 230 ms
+    // is `…39.23Z`, which sorts after `…39.231Z`.
+    const FORMAT: &[time::format_description::BorrowedFormatItem<'_>] = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
+        .and_then(|t| t.format(FORMAT).ok())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_have_three_fraction_digits_and_sort_as_strings() {
+        assert_eq!(
+            super::rfc3339(1_764_553_179_230),
+            "2025-12-01T01:39:39.230Z"
+        );
+        assert_eq!(
+            super::rfc3339(1_764_553_179_000),
+            "2025-12-01T01:39:39.000Z"
+        );
+        let times = [1_764_553_179_230, 1_764_553_179_231, 1_764_553_179_300];
+        let strings: Vec<String> = times.iter().map(|&t| super::rfc3339(t)).collect();
+        let mut sorted = strings.clone();
+        sorted.sort();
+        assert_eq!(strings, sorted);
+    }
 }

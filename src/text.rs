@@ -165,6 +165,10 @@ fn mapped(original: &str) -> Mapped {
 /// About how many characters a snippet shows.
 pub const SNIPPET_CHARS: usize = 160;
 
+/// Most characters of a title a hit shows: a whole title of any usual
+/// length, and a bound on work and size for rows other programs wrote.
+pub const TITLE_CHARS: usize = 400;
+
 /// A window of the original text around the first match, HTML-escaped, with
 /// every match of every keyword inside it wrapped in `<em>`.
 ///

@@ -33,6 +33,7 @@ use crate::mirror::MirrorHandle;
 use crate::suggest::Suggester;
 
 pub use extract::{ApiJson, ApiPath, ApiQuery, ClientIp};
+pub use ops::Keys;
 
 /// Cheap, cloneable handles shared by every handler.
 #[derive(Clone)]
@@ -109,7 +110,7 @@ impl Default for InputLimits {
 /// Limits around every request.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    pub api_key: Option<String>,
+    pub keys: Keys,
     /// Requests per second per client IP; 0 is no limit.
     pub rate_per_second: u32,
     pub timeout: Duration,
@@ -120,7 +121,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            api_key: None,
+            keys: Keys::default(),
             rate_per_second: 0,
             timeout: Duration::from_secs(10),
             max_in_flight: 1024,
@@ -131,7 +132,7 @@ impl Default for Limits {
 pub fn router(state: AppState, limits: &Limits) -> Router {
     let body_limit = state.input.max_body_bytes;
     prometheus::install();
-    let guard = ops::Guard::new(limits.api_key.clone(), limits.rate_per_second);
+    let guard = ops::Guard::new(limits.keys.clone(), limits.rate_per_second);
     let (routes, api) = api().split_for_parts();
     let api = Arc::new(api);
     routes

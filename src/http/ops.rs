@@ -1,4 +1,4 @@
-//! What operators expect around every request: API keys on writes, a
+//! What operators expect around every request: keys by scope, a
 //! per-client rate limit, request metrics, and shedding load with a 503
 //! instead of queueing without bound.
 
@@ -16,34 +16,111 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use crate::error::Error;
 
+/// The keys by scope. Each guards its own scope only: the admin key does
+/// not open writes, nor the write key admin.
+#[derive(Clone, Debug, Default)]
+pub struct Keys {
+    search: Option<Arc<str>>,
+    write: Option<Arc<str>>,
+    admin: Option<Arc<str>>,
+}
+
+impl Keys {
+    /// Empty strings count as unset.
+    pub fn new(search: Option<String>, write: Option<String>, admin: Option<String>) -> Keys {
+        let key = |k: Option<String>| k.filter(|k| !k.is_empty()).map(Arc::from);
+        Keys {
+            search: key(search),
+            write: key(write),
+            admin: key(admin),
+        }
+    }
+}
+
+/// What a request touches, and so which key it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Health, the API reference, reads of the platform's rows.
+    Public,
+    /// Searches, suggestions, trending.
+    Search,
+    /// Anything under `/api/` that is not a read.
+    Write,
+    /// `/api/admin/*` and `/metrics`: operations and what they reveal.
+    Admin,
+}
+
+fn scope(method: &Method, path: &str) -> Scope {
+    if path.starts_with("/api/admin/") || path == "/metrics" {
+        Scope::Admin
+    } else if path == "/api/search" || path.starts_with("/api/search/") || path == "/api/suggest" {
+        Scope::Search
+    } else if path.starts_with("/api/") && !matches!(*method, Method::GET | Method::HEAD) {
+        Scope::Write
+    } else {
+        Scope::Public
+    }
+}
+
+/// Why a request is refused, if it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// No key sent: 401.
+    Missing,
+    /// A wrong key, or admin without a key from off the machine: 403.
+    Wrong,
+}
+
+/// Whether a request of `scope` from `peer` with bearer token `given` may
+/// go on. With no admin key set, admin answers loopback clients only, so a
+/// server reachable from outside is never open to rebuilds by default.
+fn check(
+    keys: &Keys,
+    scope: Scope,
+    peer: Option<IpAddr>,
+    given: Option<&str>,
+) -> Result<(), Refusal> {
+    let key = match scope {
+        Scope::Public => return Ok(()),
+        Scope::Search => &keys.search,
+        Scope::Write => &keys.write,
+        Scope::Admin => &keys.admin,
+    };
+    let Some(key) = key else {
+        let on_this_machine = peer.is_some_and(|ip| ip.to_canonical().is_loopback());
+        return match scope {
+            Scope::Admin if !on_this_machine => Err(Refusal::Wrong),
+            _ => Ok(()),
+        };
+    };
+    match given {
+        None => Err(Refusal::Missing),
+        Some(given) if constant_time_eq::constant_time_eq(given.as_bytes(), key.as_bytes()) => {
+            Ok(())
+        }
+        Some(_) => Err(Refusal::Wrong),
+    }
+}
+
 /// Settings the middleware reads, built once from the config.
 #[derive(Clone)]
 pub struct Guard {
-    api_key: Option<Arc<str>>,
+    keys: Keys,
     limiter: Option<Arc<DefaultKeyedRateLimiter<IpAddr>>>,
 }
 
 impl Guard {
     /// `per_second` requests per client IP, bursts up to twice that; 0 turns
     /// the limit off.
-    pub fn new(api_key: Option<String>, per_second: u32) -> Guard {
+    pub fn new(keys: Keys, per_second: u32) -> Guard {
         let limiter = NonZeroU32::new(per_second).map(|rate| {
             let burst = rate.saturating_mul(NonZeroU32::new(2).expect("2 is not zero"));
             Arc::new(RateLimiter::keyed(
                 Quota::per_second(rate).allow_burst(burst),
             ))
         });
-        Guard {
-            api_key: api_key.filter(|k| !k.is_empty()).map(Arc::from),
-            limiter,
-        }
+        Guard { keys, limiter }
     }
-}
-
-/// Writes and `/api/admin/*` need the key; searches and reads stay public.
-fn needs_key(method: &Method, path: &str) -> bool {
-    path.starts_with("/api/admin/")
-        || (path.starts_with("/api/") && !matches!(*method, Method::GET | Method::HEAD))
 }
 
 pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
@@ -66,29 +143,26 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
             }
         }
     }
-    if let Some(key) = &guard.api_key {
-        if needs_key(request.method(), request.uri().path()) {
-            let given = request
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "));
-            match given {
-                None => {
-                    let mut response = Error::Unauthorized.into_response();
-                    response
-                        .headers_mut()
-                        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                    return response;
-                }
-                Some(given)
-                    if !constant_time_eq::constant_time_eq(given.as_bytes(), key.as_bytes()) =>
-                {
-                    return Error::Forbidden.into_response();
-                }
-                Some(_) => {}
-            }
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip());
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let scope = scope(request.method(), request.uri().path());
+    match check(&guard.keys, scope, peer, given) {
+        Ok(()) => {}
+        Err(Refusal::Missing) => {
+            let mut response = Error::Unauthorized.into_response();
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return response;
         }
+        Err(Refusal::Wrong) => return Error::Forbidden.into_response(),
     }
     next.run(request).await
 }
@@ -100,7 +174,19 @@ pub async fn record_metrics(request: Request, next: Next) -> Response {
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let method = request.method().to_string();
+    // Any token is a valid HTTP method: only the standard ones get a label
+    // of their own, so clients cannot create metric series at will.
+    let method = match *request.method() {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+    .to_owned();
     let response = next.run(request).await;
     let labels = [
         ("route", route),
@@ -130,4 +216,61 @@ pub async fn overloaded(error: BoxError) -> Response {
     };
     let body = serde_json::json!({ "error": { "code": code, "message": message } });
     (status, axum::Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUTSIDE: Option<IpAddr> = Some(IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 7)));
+    const LOOPBACK: Option<IpAddr> = Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+
+    #[test]
+    fn each_key_guards_its_own_scope() {
+        let keys = Keys::new(Some("s".into()), Some("w".into()), Some("a".into()));
+        let get = Method::GET;
+        let post = Method::POST;
+        assert_eq!(scope(&get, "/api/search"), Scope::Search);
+        assert_eq!(scope(&get, "/api/search/trending"), Scope::Search);
+        assert_eq!(scope(&get, "/api/suggest"), Scope::Search);
+        assert_eq!(scope(&post, "/api/questions"), Scope::Write);
+        assert_eq!(scope(&get, "/api/questions/1"), Scope::Public);
+        assert_eq!(scope(&post, "/api/admin/reindex"), Scope::Admin);
+        assert_eq!(scope(&get, "/metrics"), Scope::Admin);
+        assert_eq!(scope(&get, "/readyz"), Scope::Public);
+        for (scope, right) in [
+            (Scope::Search, "s"),
+            (Scope::Write, "w"),
+            (Scope::Admin, "a"),
+        ] {
+            assert_eq!(check(&keys, scope, LOOPBACK, Some(right)), Ok(()));
+            assert_eq!(check(&keys, scope, LOOPBACK, None), Err(Refusal::Missing));
+            for other in ["s", "w", "a"].into_iter().filter(|k| *k != right) {
+                assert_eq!(
+                    check(&keys, scope, OUTSIDE, Some(other)),
+                    Err(Refusal::Wrong)
+                );
+            }
+        }
+        assert_eq!(check(&keys, Scope::Public, OUTSIDE, None), Ok(()));
+    }
+
+    #[test]
+    fn without_keys_only_admin_is_closed_and_only_to_other_machines() {
+        let keys = Keys::new(None, Some(String::new()), None);
+        assert_eq!(check(&keys, Scope::Search, OUTSIDE, None), Ok(()));
+        assert_eq!(check(&keys, Scope::Write, OUTSIDE, None), Ok(()));
+        assert_eq!(check(&keys, Scope::Admin, LOOPBACK, None), Ok(()));
+        assert_eq!(
+            check(&keys, Scope::Admin, OUTSIDE, None),
+            Err(Refusal::Wrong)
+        );
+        assert_eq!(
+            check(&keys, Scope::Admin, OUTSIDE, Some("guess")),
+            Err(Refusal::Wrong)
+        );
+        assert_eq!(check(&keys, Scope::Admin, None, None), Err(Refusal::Wrong));
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert_eq!(check(&keys, Scope::Admin, Some(mapped), None), Ok(()));
+    }
 }

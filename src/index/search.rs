@@ -33,7 +33,7 @@ use super::schema::Fields;
 use super::tokenizer::trigram_cover;
 use super::{Generation, Result};
 use crate::model::Kind;
-use crate::text::{highlight, lead, Keyword, SNIPPET_CHARS};
+use crate::text::{highlight, lead, Keyword, SNIPPET_CHARS, TITLE_CHARS};
 
 /// Segments with more documents than this are scanned as two halves.
 const SPLIT_DOCS: u32 = 32_768;
@@ -536,6 +536,11 @@ fn load_hit(
         .map(|id| id as i64);
     let snippet = highlight(&content, keywords, SNIPPET_CHARS)
         .unwrap_or_else(|| lead(&content, SNIPPET_CHARS));
+    // HTML like the snippet, so that a page can render both the same way:
+    // escaped, with the matches in `<em>`.
+    let title = title.map(|title| {
+        highlight(&title, keywords, TITLE_CHARS).unwrap_or_else(|| lead(&title, TITLE_CHARS))
+    });
     let segment = searcher.segment_reader(address.segment_ord);
     let created_at = segment
         .fast_fields()

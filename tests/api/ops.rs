@@ -41,6 +41,83 @@ async fn writes_need_the_api_key_and_reads_do_not() {
     app.finish().await;
 }
 
+/// Each key guards its own scope: the admin key `/api/admin/*` and
+/// `/metrics`, the search key searches; the write key opens neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_and_search_keys_guard_their_own_scopes() {
+    let app = spawn_app_with(Store::Sqlite, |a| {
+        a.api_key = Some("writer".into());
+        a.admin_key = Some("operator".into());
+        a.search_key = Some("reader".into());
+    })
+    .await;
+    let get = |path: &'static str, key: Option<&'static str>| {
+        let mut request = app.client.get(app.url(path));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        async move { request.send().await.unwrap().status() }
+    };
+    let post = |path: &'static str, key: Option<&'static str>| {
+        let mut request = app.client.post(app.url(path));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        async move { request.send().await.unwrap().status() }
+    };
+    // An anonymous rebuild is refused, and so is one with the write key.
+    assert_eq!(
+        post("/api/admin/reindex", None).await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        post("/api/admin/reindex", Some("writer")).await,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        get("/api/admin/verify", Some("operator")).await,
+        StatusCode::OK
+    );
+    assert_eq!(get("/metrics", None).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(get("/metrics", Some("reader")).await, StatusCode::FORBIDDEN);
+    assert_eq!(get("/metrics", Some("operator")).await, StatusCode::OK);
+    assert_eq!(get("/api/search?q=a", None).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        get("/api/suggest?q=a", Some("operator")).await,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(get("/api/search?q=a", Some("reader")).await, StatusCode::OK);
+    // Health stays public: balancers probe it.
+    assert_eq!(get("/readyz", None).await, StatusCode::OK);
+    app.finish().await;
+}
+
+/// Every distinct HTTP method used to become a metric series of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_methods_do_not_grow_the_metric_series() {
+    let app = spawn_app_with(Store::Sqlite, |_| {}).await;
+    for i in 0..200 {
+        let method = reqwest::Method::from_bytes(format!("M{i:04}X").as_bytes()).unwrap();
+        app.client
+            .request(method, app.url("/api/search?q=a"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let metrics = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!metrics.contains("M0001X"), "a method became a label");
+    assert!(metrics.contains("method=\"other\""), "{metrics}");
+    app.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_over_its_rate_gets_429_with_retry_after() {
     let app = spawn_app_with(Store::Sqlite, |a| a.rate_limit = 2).await;

@@ -60,6 +60,16 @@ async fn finds_rows_like_like_does(store: Store) {
     assert_eq!(hit["title"], "스프링 부트 트랜잭션 질문");
     assert_eq!(hit["snippet"], "JPA에서 <em>N+1</em> 문제가 납니다");
     assert!(hit["created_at"].as_str().unwrap().ends_with('Z'));
+    // The title is HTML too: escaped, with matches marked.
+    let hit = &app.search("스프링", "").await["hits"][1];
+    assert_eq!(hit["title"], "<em>스프링</em> 부트 트랜잭션 질문");
+    let hostile = app
+        .create_question(user, "<img src=x onerror=alert(1)>", "본문")
+        .await;
+    app.wait_indexed().await;
+    let hit = &app.search("onerror", "").await["hits"][0];
+    assert_eq!(hit["id"], hostile);
+    assert_eq!(hit["title"], "&lt;img src=x <em>onerror</em>=alert(1)&gt;");
     app.finish().await;
 }
 
