@@ -13,5 +13,10 @@ RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates
 COPY --from=build /src/target/release/chaja /usr/local/bin/chaja
 COPY --from=build /src/ko-dic /usr/local/share/chaja/ko-dic
 ENV CHAJA_KO_DIC=/usr/local/share/chaja/ko-dic
+# Not root: the index volume is the only place it writes.
+RUN useradd --system --uid 10001 --home-dir /var/lib/chaja chaja \
+ && mkdir -p /var/lib/chaja/index && chown -R chaja:chaja /var/lib/chaja
+USER chaja
+WORKDIR /var/lib/chaja
 EXPOSE 8080
 CMD ["chaja", "serve"]

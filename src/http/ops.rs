@@ -4,6 +4,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -106,7 +107,7 @@ fn check(
 #[derive(Clone)]
 pub struct Guard {
     keys: Keys,
-    limiter: Option<Arc<DefaultKeyedRateLimiter<IpAddr>>>,
+    limiter: Option<Arc<Limiter>>,
 }
 
 impl Guard {
@@ -115,16 +116,53 @@ impl Guard {
     pub fn new(keys: Keys, per_second: u32) -> Guard {
         let limiter = NonZeroU32::new(per_second).map(|rate| {
             let burst = rate.saturating_mul(NonZeroU32::new(2).expect("2 is not zero"));
-            Arc::new(RateLimiter::keyed(
-                Quota::per_second(rate).allow_burst(burst),
-            ))
+            Arc::new(Limiter {
+                clients: RateLimiter::keyed(Quota::per_second(rate).allow_burst(burst)),
+                pruned_at_ms: AtomicI64::new(crate::db::now_ms()),
+            })
         });
         Guard { keys, limiter }
     }
 }
 
+/// The per-client rate limiter, with its state pruned: every client that
+/// ever sent a request would otherwise keep an entry for good.
+struct Limiter {
+    clients: DefaultKeyedRateLimiter<IpAddr>,
+    pruned_at_ms: AtomicI64,
+}
+
+/// How often the limiter forgets clients whose quota has refilled.
+const PRUNE_EVERY_MS: i64 = 10_000;
+
+impl Limiter {
+    /// Drops the state of clients that are as good as new; the request that
+    /// finds it due does it, one at a time.
+    fn prune_if_due(&self) {
+        let now = crate::db::now_ms();
+        let last = self.pruned_at_ms.load(Ordering::Relaxed);
+        if now - last < PRUNE_EVERY_MS {
+            return;
+        }
+        if self
+            .pruned_at_ms
+            .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.prune();
+        }
+    }
+
+    fn prune(&self) {
+        self.clients.retain_recent();
+        self.clients.shrink_to_fit();
+    }
+}
+
 pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     if let Some(limiter) = &guard.limiter {
+        limiter.prune_if_due();
+        let limiter = &limiter.clients;
         let ip = request
             .extensions()
             .get::<ConnectInfo<SocketAddr>>()
@@ -253,6 +291,21 @@ mod tests {
             }
         }
         assert_eq!(check(&keys, Scope::Public, OUTSIDE, None), Ok(()));
+    }
+
+    #[test]
+    fn the_rate_limiter_forgets_clients_whose_quota_refilled() {
+        let guard = Guard::new(Keys::default(), 1000);
+        let limiter = guard.limiter.expect("a limit is set");
+        for i in 0..1000u32 {
+            let ip = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            assert!(limiter.clients.check_key(&ip).is_ok());
+        }
+        assert_eq!(limiter.clients.len(), 1000);
+        // At 1,000 a second, one request's worth refills in a millisecond.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        limiter.prune();
+        assert_eq!(limiter.clients.len(), 0);
     }
 
     #[test]

@@ -48,7 +48,8 @@ pub fn redis_url() -> String {
     std::env::var("CHAJA_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
 }
 
-/// Where the MariaDB/MySQL server for tests is; CI starts it.
+/// Where the MariaDB/MySQL server for tests is, as `mysql://user:pass@host:port`;
+/// `.ci/run` starts it and creates a test user.
 fn mysql_server() -> String {
     std::env::var("CHAJA_TEST_MYSQL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".to_owned())
 }
