@@ -206,15 +206,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_CACHE_L1_MB", default_value_t = 64)]
     pub cache_l1_mb: u64,
 
-    /// Secret that signs search cursors. Replicas behind one balancer need
-    /// the same one; set your own so that cursors cannot be forged.
-    #[arg(
-        long,
-        env = "CHAJA_CURSOR_SECRET",
-        default_value = "chaja-cursor-secret",
-        hide_default_value = true
-    )]
-    pub cursor_secret: String,
+    /// Secret that signs search cursors. Unset, the first server generates a
+    /// random one and stores it in the database, where every replica finds
+    /// it.
+    #[arg(long, env = "CHAJA_CURSOR_SECRET", hide_env_values = true)]
+    pub cursor_secret: Option<String>,
 
     /// When set, writes need `Authorization: Bearer <key>`; unset, writes
     /// are open.

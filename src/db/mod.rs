@@ -84,6 +84,31 @@ impl Db {
     }
 }
 
+/// The secret `name`, generated and stored by the first caller: every
+/// replica on this database gets the same one.
+pub async fn secret(db: &Db, name: &str) -> Result<String> {
+    let insert = match db.dialect {
+        Dialect::MySql => "INSERT IGNORE INTO search_secrets (name, value) VALUES (?, ?)",
+        Dialect::Sqlite => "INSERT OR IGNORE INTO search_secrets (name, value) VALUES (?, ?)",
+    };
+    sqlx::query(insert)
+        .bind(name)
+        .bind(random_secret())
+        .execute(&db.pool)
+        .await?;
+    let row = sqlx::query("SELECT value FROM search_secrets WHERE name = ?")
+        .bind(name)
+        .fetch_one(&db.pool)
+        .await?;
+    text(&row, 0)
+}
+
+/// 256 random bits, hex.
+pub fn random_secret() -> String {
+    let bytes: [u8; 32] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Milliseconds since the Unix epoch, as stored in every timestamp column.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

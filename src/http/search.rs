@@ -233,14 +233,22 @@ struct CursorBody {
     t: Option<i64>,
 }
 
-/// `base64(json).base64(mac)`: opaque to clients, and a changed byte is a 400
-/// rather than a silently different page.
+/// The first byte of every cursor body: a later format gets another, and
+/// an older server answers its cursors with a 400, not a wrong page.
+const CURSOR_VERSION: u8 = 1;
+
+/// `base64(version, json).base64(mac)`: opaque to clients, and a changed
+/// byte is a 400 rather than a silently different page.
 pub fn encode_cursor(rank: Rank, request: &Request, key: &[u8; 32]) -> String {
-    let body = serde_json::to_vec(&CursorBody {
-        r: rank,
-        f: fingerprint(request),
-        t: Some(request.now),
-    })
+    let mut body = vec![CURSOR_VERSION];
+    serde_json::to_writer(
+        &mut body,
+        &CursorBody {
+            r: rank,
+            f: fingerprint(request),
+            t: Some(request.now),
+        },
+    )
     .expect("cursor serializes");
     let mac = blake3::keyed_hash(key, &body);
     format!(
@@ -259,14 +267,23 @@ fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<(Rank
     if !constant_time_eq::constant_time_eq(&expected.as_bytes()[..16], &mac) {
         return Err(invalid());
     }
-    let cursor: CursorBody = serde_json::from_slice(&body).map_err(|_| invalid())?;
+    let Some((&CURSOR_VERSION, body)) = body.split_first() else {
+        return Err(invalid());
+    };
+    let cursor: CursorBody = serde_json::from_slice(body).map_err(|_| invalid())?;
     if cursor.f != fingerprint(request) {
         return Err(bad(
             "invalid_cursor",
             "cursor belongs to another query, sort or filter",
         ));
     }
-    Ok((cursor.r, cursor.t.unwrap_or(request.now)))
+    // A reference time from the future or before the epoch is no time a
+    // query of ours ran at, even under a valid MAC.
+    let now = cursor.t.unwrap_or(request.now);
+    if !(0..=request.now.saturating_add(86_400_000)).contains(&now) {
+        return Err(invalid());
+    }
+    Ok((cursor.r, now))
 }
 
 /// The cache key: everything that changes a first page, normalized.
@@ -439,5 +456,28 @@ mod tests {
         flipped[3] = if flipped[3] == b'A' { b'B' } else { b'A' };
         assert!(decode_cursor(&String::from_utf8(flipped).unwrap(), &r, &key).is_err());
         assert!(decode_cursor("not-a-cursor", &r, &key).is_err());
+    }
+
+    /// Whoever holds the key can sign anything; a reference time no query
+    /// could have had is still a 400, not an overflow in the recency factor.
+    #[test]
+    fn cursors_with_impossible_times_are_refused() {
+        let key = [7; 32];
+        let mut r = request("스프링");
+        for forged in [i64::MIN, -1, r.now + 2 * 86_400_000, i64::MAX] {
+            let mut at = r.clone();
+            at.now = forged;
+            let token = encode_cursor((0, 123, 456), &at, &key);
+            assert!(decode_cursor(&token, &r, &key).is_err(), "{forged}");
+        }
+        // A cursor of another format version.
+        r.now = 1;
+        let token = encode_cursor((0, 1, 2), &r, &key);
+        let (body, _) = token.split_once('.').unwrap();
+        let mut raw = URL_SAFE_NO_PAD.decode(body).unwrap();
+        raw[0] = 2;
+        let body = URL_SAFE_NO_PAD.encode(&raw);
+        let mac = URL_SAFE_NO_PAD.encode(&blake3::keyed_hash(&key, &raw).as_bytes()[..16]);
+        assert!(decode_cursor(&format!("{body}.{mac}"), &r, &key).is_err());
     }
 }

@@ -58,7 +58,7 @@ fn with_recency(score: f32, created_at: i64, now: i64) -> f32 {
     } else {
         (0.0, score)
     };
-    let age_days = (now - created_at).max(0) as f32 / 86_400_000.0;
+    let age_days = now.saturating_sub(created_at).max(0) as f32 / 86_400_000.0;
     tier + bm25 * (1.0 + RECENCY_WEIGHT * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS))
 }
 

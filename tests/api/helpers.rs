@@ -116,7 +116,7 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         redis_timeout_ms: 50,
         trending_min_chars: 2,
         cache_l1_mb: 16,
-        cursor_secret: "test".to_owned(),
+        cursor_secret: None,
         api_key: None,
         write_key: None,
         admin_key: None,

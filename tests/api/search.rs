@@ -1,5 +1,7 @@
 //! Search semantics over HTTP: LIKE's row set, newest first, exact totals.
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -261,5 +263,43 @@ async fn filters_and_sorts_combine_with_text(store: Store) {
         app.search_ids("필터링", "&sort=relevance").await,
         [q(qa), q(qb)]
     );
+    app.finish().await;
+}
+
+/// With no `CHAJA_CURSOR_SECRET`, the first server generates a secret and
+/// stores it: a replica on the same database honours the first one's
+/// cursors, and a cursor signed with the old public default is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cursor_secrets_are_generated_once_and_shared() {
+    let app = spawn_app(Store::Sqlite).await;
+    let user = app.create_user("u").await;
+    for i in 0..3 {
+        app.create_question(user, &format!("커서 {i}"), "본문")
+            .await;
+    }
+    app.wait_indexed().await;
+    let replica = app.spawn_replica().await;
+    replica.wait_indexed().await;
+    let first = app.search("커서", "&size=1").await;
+    let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    let next = replica
+        .search("커서", &format!("&size=1&cursor={cursor}"))
+        .await;
+    assert_eq!(
+        next["hits"][0]["id"],
+        first["hits"][0]["id"].as_i64().unwrap() - 1
+    );
+    // The same cursor, signed with the key the old default secret gave.
+    let public = blake3::derive_key("chaja search cursor v1", b"chaja-cursor-secret");
+    let (body, _) = cursor.split_once('.').unwrap();
+    let raw = URL_SAFE_NO_PAD.decode(body).unwrap();
+    let mac = URL_SAFE_NO_PAD.encode(&blake3::keyed_hash(&public, &raw).as_bytes()[..16]);
+    let (status, _) = app
+        .get(&format!(
+            "/api/search?q=%EC%BB%A4%EC%84%9C&size=1&cursor={body}.{mac}"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    replica.finish().await;
     app.finish().await;
 }
