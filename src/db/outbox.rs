@@ -78,9 +78,9 @@ fn outbox_row(row: &sqlx::any::AnyRow) -> Result<OutboxRow> {
     })
 }
 
-/// Whether no transaction holds an uncommitted outbox row in
-/// `first..=last`, so that every id there that is still missing after this
-/// call was rolled back (see `mirror::indexer`, "Gaps").
+/// Whether no transaction holds an uncommitted outbox row in any of these
+/// inclusive ranges, so that every id there that is still missing after
+/// this call was rolled back (see `mirror::indexer`, "Gaps").
 ///
 /// MySQL: the inserting transaction holds a lock on its new row until it
 /// ends, so a locking read that does not wait fails while one is open.
@@ -88,27 +88,46 @@ fn outbox_row(row: &sqlx::any::AnyRow) -> Result<OutboxRow> {
 /// that could make a writer wait; the locks go with the transaction at
 /// once. SQLite runs one write transaction at a time: an id missing below
 /// a committed one can never appear, so every gap is settled.
-pub async fn range_settled(db: &Db, first: i64, last: i64) -> Result<bool> {
-    if db.dialect == super::Dialect::Sqlite {
+pub async fn ranges_settled(db: &Db, ranges: &[(i64, i64)]) -> Result<bool> {
+    if db.dialect == super::Dialect::Sqlite || ranges.is_empty() {
         return Ok(true);
     }
-    let mut conn = db.pool.acquire().await?;
-    // A plain string goes by the text protocol, as `SET TRANSACTION` must.
-    sqlx::Executor::execute(&mut *conn, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED").await?;
+    let sql = format!(
+        "SELECT seq FROM search_outbox WHERE {} FOR UPDATE NOWAIT",
+        vec!["seq BETWEEN ? AND ?"; ranges.len()].join(" OR ")
+    );
+    let mut query = sqlx::query(&sql);
+    for (first, last) in ranges {
+        query = query.bind(*first).bind(*last);
+    }
+    let mut conn = read_committed(db).await?;
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    let locked =
-        sqlx::query("SELECT seq FROM search_outbox WHERE seq BETWEEN ? AND ? FOR UPDATE NOWAIT")
-            .bind(first)
-            .bind(last)
-            .fetch_all(&mut *tx)
-            .await;
+    let locked = query.fetch_all(&mut *tx).await;
     tx.rollback().await?;
     match locked {
         Ok(_) => Ok(true),
-        // MySQL 8: ER_LOCK_NOWAIT (3572); MariaDB: lock wait timeout (1205).
-        Err(sqlx::Error::Database(_)) => Ok(false),
+        Err(sqlx::Error::Database(e)) if is_lock_conflict(e.as_ref()) => Ok(false),
         Err(e) => Err(e.into()),
     }
+}
+
+/// A lock another transaction holds: MySQL 8's NOWAIT error (3572),
+/// MariaDB's (a lock wait timeout, 1205), or a deadlock (1213).
+fn is_lock_conflict(e: &dyn sqlx::error::DatabaseError) -> bool {
+    e.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+        .is_some_and(|e| matches!(e.number(), 3572 | 1205 | 1213))
+}
+
+/// A pooled connection whose next transaction runs in READ COMMITTED.
+async fn read_committed(db: &Db) -> Result<sqlx::pool::PoolConnection<sqlx::Any>> {
+    let mut conn = db.pool.acquire().await?;
+    if db.dialect == super::Dialect::MySql {
+        // A plain string goes by the text protocol, as `SET TRANSACTION`
+        // must; it applies to the next transaction only.
+        sqlx::Executor::execute(&mut *conn, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            .await?;
+    }
+    Ok(conn)
 }
 
 /// Whether the outbox no longer holds the history the index applied: its
@@ -128,8 +147,14 @@ pub async fn rewound(db: &Db, high: i64, high_created_at: Option<i64>) -> Result
         // Another row under the same id: written after a restore.
         return Ok(high_created_at.is_some_and(|known| known != created_at));
     }
+    let pruned = pruned_through(db).await?;
+    if high_created_at.is_none() {
+        // A checkpoint of an older version, which could record an id that
+        // never committed: only an outbox that ends below it is rewound.
+        return Ok(max_seq(db).await?.max(pruned) < high);
+    }
     // Gone: only pruning deletes outbox rows.
-    Ok(pruned_through(db).await? < high)
+    Ok(pruned < high)
 }
 
 /// The newest outbox position, 0 when empty.
@@ -272,7 +297,10 @@ pub async fn prune(db: &Db, window_ms: i64, keep: i64, batch: i64) -> Result<u64
     while from < target && batches < PRUNE_BATCHES {
         batches += 1;
         let to = (from + batch).min(target);
-        let mut tx = db.pool.begin().await?;
+        // READ COMMITTED: the range's rows only, no gap locks that would
+        // hold up inserts at the head of the outbox.
+        let mut conn = read_committed(db).await?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         deleted += sqlx::query("DELETE FROM search_outbox WHERE seq > ? AND seq <= ?")
             .bind(from)
             .bind(to)

@@ -26,7 +26,7 @@ async fn healthz() -> Json<Value> {
 }
 
 /// Ready when the index is open, the database answers and the indexer is
-/// following the outbox. Searches work without the database, but a replica
+/// following the outbox (its last round did not fail). Searches work without the database, but a replica
 /// whose index is frozen (database down, indexer dead or stuck, outbox
 /// rewound under it) should not take new traffic from a balancer that has a
 /// better one.
@@ -41,7 +41,8 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let stopped = progress.is_stopped();
     let stuck = progress.since_tick() >= STUCK_AFTER;
     let rewound = progress.is_rewound();
-    let status = if database && !stopped && !stuck && !rewound {
+    let failing = progress.is_failing();
+    let status = if database && !stopped && !stuck && !rewound && !failing {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
@@ -70,7 +71,7 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
         "index": { "generation": generation.id, "docs": generation.num_docs() },
         "indexer": {
             "applied_seq": applied,
-            "failing": progress.is_failing(),
+            "failing": failing,
             "stopped": stopped,
             "stuck": stuck,
             "rewound": rewound,

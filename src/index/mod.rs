@@ -2,7 +2,10 @@
 //!
 //! The index lives in generations, `ROOT/gen-<n>/`, and the file
 //! `ROOT/CURRENT` names the live one. `reindex` builds the next generation
-//! beside the live one and then replaces `CURRENT` with a rename, so a crash
+//! beside the live one and names it in `ROOT/NEXT`; the serving indexer
+//! catches it up on the outbox and only then replaces `CURRENT` with it by a
+//! rename, so a restart never serves a generation that has not caught up,
+//! and a crash
 //! at any point leaves either the old or the new generation live, never a
 //! half-built one.
 
@@ -30,6 +33,8 @@ use tokenizer::GramTokenizer;
 pub type Result<T, E = tantivy::TantivyError> = std::result::Result<T, E>;
 
 const CURRENT: &str = "CURRENT";
+/// Names a rebuilt generation waiting to be caught up and made current.
+const NEXT: &str = "NEXT";
 /// Names the analyzer a generation's morphological fields were built with.
 const ANALYZER_FILE: &str = "analyzer";
 
@@ -191,6 +196,14 @@ impl Checkpoint {
             ..Checkpoint::default()
         }
     }
+
+    /// Every outbox row this checkpoint could still need to read is above
+    /// this: below the position and below every gap, late ones included.
+    /// Pruning must never pass it.
+    pub fn low_water(&self) -> i64 {
+        let below_gaps = self.gaps.iter().map(|g| g.first - 1).min();
+        below_gaps.map_or(self.outbox_seq, |g| g.min(self.outbox_seq))
+    }
 }
 
 fn read_checkpoint(index: &Index) -> Result<Checkpoint> {
@@ -309,12 +322,24 @@ impl SearchIndex {
     /// Opens the live generation under `root`, creating an empty first one.
     pub fn open_or_create(root: &Path) -> Result<SearchIndex> {
         std::fs::create_dir_all(root)?;
-        let generation = match current_generation(root)? {
+        let current = match current_generation(root)? {
+            Some(id) => Some(id),
+            // Only a rebuild so far: with nothing served yet, it is as
+            // good as any.
+            None => match named(root, NEXT)? {
+                Some(id) => {
+                    make_current(root, id)?;
+                    Some(id)
+                }
+                None => None,
+            },
+        };
+        let generation = match current {
             Some(id) => Generation::open(root, id)?,
             None => {
                 let generation = create_generation(root)?;
                 generation.writer(1 << 26)?.commit(0)?;
-                publish(root, generation.id)?;
+                make_current(root, generation.id)?;
                 generation
             }
         };
@@ -339,9 +364,9 @@ impl SearchIndex {
         *self.live.write().expect("index lock poisoned") = generation;
     }
 
-    /// The generation `CURRENT` names, when it is not the live one.
+    /// The rebuilt generation `NEXT` names, when it is not the live one.
     pub fn published(&self) -> Result<Option<u64>> {
-        match current_generation(&self.root)? {
+        match named(&self.root, NEXT)? {
             Some(id) if id != self.live().id => Ok(Some(id)),
             _ => Ok(None),
         }
@@ -393,13 +418,14 @@ pub fn try_lock_rebuild(root: &Path) -> Result<Option<RebuildLock>> {
     }
 }
 
-/// Removes generations newer than the published one: rebuilds that died
-/// before publishing. Only under the rebuild lock, which proves that no
-/// rebuild is writing one.
+/// Removes generations newer than the current one that `NEXT` does not
+/// name: rebuilds that died before publishing. Only under the rebuild lock,
+/// which proves that no rebuild is writing one.
 pub fn remove_unpublished(root: &Path, _held: &RebuildLock) -> Result<()> {
     let current = current_generation(root)?.unwrap_or(0);
+    let next = named(root, NEXT)?;
     for id in list_generations(root)? {
-        if id > current {
+        if id > current && Some(id) != next {
             std::fs::remove_dir_all(generation_path(root, id))?;
             tracing::info!(generation = id, "removed an unpublished index generation");
         }
@@ -418,10 +444,12 @@ pub fn published_checkpoint(root: &Path) -> Result<Option<Checkpoint>> {
 }
 
 /// The name a rebuild of the generation at `path` holds back outbox pruning
-/// under (see `db::outbox::hold_for_rebuild`): unique per index directory.
+/// under (see `db::outbox::hold_for_rebuild`): unique per index directory
+/// and host (containers may all use the same path).
 pub fn rebuild_marker(path: &Path) -> String {
     let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let hash = blake3::hash(path.display().to_string().as_bytes());
+    let host = std::env::var("HOSTNAME").unwrap_or_default();
+    let hash = blake3::hash(format!("{host}:{}", path.display()).as_bytes());
     format!("rebuild-{}", &hash.to_hex()[..16])
 }
 
@@ -446,9 +474,14 @@ fn list_generations(root: &Path) -> Result<Vec<u64>> {
 }
 
 fn current_generation(root: &Path) -> Result<Option<u64>> {
-    match std::fs::read_to_string(root.join(CURRENT)) {
+    named(root, CURRENT)
+}
+
+/// The generation the file `name` under `root` names, if it exists.
+fn named(root: &Path, name: &str) -> Result<Option<u64>> {
+    match std::fs::read_to_string(root.join(name)) {
         Ok(text) => text.trim().parse().map(Some).map_err(|_| {
-            tantivy::TantivyError::InvalidArgument(format!("bad {CURRENT} file: {text:?}"))
+            tantivy::TantivyError::InvalidArgument(format!("bad {name} file: {text:?}"))
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.into()),
@@ -478,12 +511,27 @@ pub fn create_generation(root: &Path) -> Result<Generation> {
     Generation::from_index(id, path, index)
 }
 
-/// Makes generation `id` the one `CURRENT` names, atomically.
+/// Offers rebuilt generation `id` to the serving indexer (`NEXT`),
+/// atomically. Blocking.
 pub fn publish(root: &Path, id: u64) -> Result<()> {
-    let tmp = root.join(format!("{CURRENT}.tmp"));
+    name(root, NEXT, id)
+}
+
+/// Makes generation `id` the one `CURRENT` names, atomically, and drops a
+/// `NEXT` that names it. Blocking.
+pub fn make_current(root: &Path, id: u64) -> Result<()> {
+    name(root, CURRENT, id)?;
+    if named(root, NEXT)? == Some(id) {
+        std::fs::remove_file(root.join(NEXT))?;
+    }
+    Ok(())
+}
+
+fn name(root: &Path, file: &str, id: u64) -> Result<()> {
+    let tmp = root.join(format!("{file}.tmp"));
     std::fs::write(&tmp, format!("{id}\n"))?;
     std::fs::File::open(&tmp)?.sync_all()?;
-    std::fs::rename(&tmp, root.join(CURRENT))?;
+    std::fs::rename(&tmp, root.join(file))?;
     Ok(())
 }
 

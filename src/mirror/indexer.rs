@@ -22,7 +22,7 @@
 //! - A gap is forgotten only when it is known never to appear. The
 //!   transaction that allocated an id holds a lock on the outbox row it
 //!   inserted until it ends, so a locking read of the gap that does not
-//!   wait ([`outbox::range_settled`]) succeeds only once no transaction has
+//!   wait ([`outbox::ranges_settled`]) succeeds only once no transaction has
 //!   an uncommitted row there; after that, an id the next read still
 //!   misses was rolled back. This asks for no privilege, unlike
 //!   `information_schema.innodb_trx` (which MySQL also serves from a cache
@@ -160,6 +160,15 @@ impl Position {
                     late: gap.late,
                 })
                 .collect(),
+        }
+    }
+
+    /// Every outbox row this position could still need is above this: see
+    /// `Checkpoint::low_water`. What replicas report for pruning.
+    fn low_water(&self) -> i64 {
+        match self.gaps.keys().next() {
+            Some(first) => (first - 1).min(self.committed),
+            None => self.committed,
         }
     }
 
@@ -337,9 +346,11 @@ impl Indexer {
                 break;
             }
             if last_housekeeping.is_none_or(|t| t.elapsed() >= self.config.housekeeping) {
-                match self.housekeeping(&live, &mut rebuilding).await {
-                    Ok(()) => last_housekeeping = Some(Instant::now()),
-                    Err(e) => tracing::debug!(error = ?e, "outbox housekeeping failed; retrying"),
+                // Due again only after the interval, failed or not: a failing
+                // database is retried by the rounds, with backoff.
+                last_housekeeping = Some(Instant::now());
+                if let Err(e) = self.housekeeping(&live, &mut rebuilding).await {
+                    tracing::debug!(error = ?e, "outbox housekeeping failed; retrying");
                 }
                 if self.config.heal_duplicates {
                     live.heal.extend(self.duplicates(&live).await?);
@@ -349,19 +360,22 @@ impl Indexer {
             // catch it up beside the live one.
             if let Some(id) = self.index.published()? {
                 if candidate.as_ref().is_none_or(|c| c.generation.id != id) {
-                    let index = self.index.clone();
-                    let generation =
-                        tokio::task::spawn_blocking(move || index.open_generation(id)).await??;
                     if let Some(old) = candidate.take() {
                         close(old).await;
                     }
-                    let tail = self.open_tail(Arc::new(generation)).await?;
-                    tracing::info!(
-                        generation = id,
-                        outbox_seq = tail.position.committed,
-                        "catching up a new index generation before swapping it in"
-                    );
-                    candidate = Some(tail);
+                    match self.open_candidate(id).await {
+                        Ok(tail) => {
+                            tracing::info!(
+                                generation = id,
+                                outbox_seq = tail.position.committed,
+                                "catching up a new index generation before swapping it in"
+                            );
+                            candidate = Some(tail);
+                        }
+                        Err(e) => {
+                            tracing::warn!(generation = id, error = ?e, "cannot open the rebuilt generation; retrying")
+                        }
+                    }
                 }
             }
             let mut busy = false;
@@ -373,11 +387,26 @@ impl Indexer {
             if let (Some(tail), None) = (candidate.as_mut(), &failed) {
                 match self.round(tail).await {
                     // Read to the head of the outbox: nothing is missing.
-                    Ok(round) if (round.new as i64) < self.config.batch => {
-                        let next = candidate.take().expect("candidate present");
-                        let old = std::mem::replace(&mut live, next);
-                        self.swap_in(&live, old).await;
+                    Ok(round)
+                        if (round.new as i64) < self.config.batch
+                            && tail.position.gaps.len() < MAX_GAP_RUNS =>
+                    {
                         busy = true;
+                        let (root, id) = (self.index.root().to_path_buf(), tail.generation.id);
+                        let current = tokio::task::spawn_blocking(move || {
+                            crate::index::make_current(&root, id)
+                        })
+                        .await?;
+                        match current {
+                            Ok(()) => {
+                                let next = candidate.take().expect("candidate present");
+                                let old = std::mem::replace(&mut live, next);
+                                self.swap_in(&live, old).await;
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = ?e, "cannot make the rebuilt generation current; retrying")
+                            }
+                        }
                     }
                     Ok(_) => busy = true,
                     Err(e) => failed = Some(e),
@@ -417,6 +446,12 @@ impl Indexer {
         Ok(())
     }
 
+    async fn open_candidate(&self, id: u64) -> Result<Tail> {
+        let index = self.index.clone();
+        let generation = tokio::task::spawn_blocking(move || index.open_generation(id)).await??;
+        self.open_tail(Arc::new(generation)).await
+    }
+
     async fn open_tail(&self, generation: Arc<Generation>) -> Result<Tail> {
         let memory = self.config.writer_memory;
         let opened = generation.clone();
@@ -445,9 +480,17 @@ impl Indexer {
             "switched to new index generation"
         );
         close(old).await;
+        // Report the new position before the rebuild's hold goes: the old
+        // generation's row may say more than this one has applied.
         let marker = crate::index::rebuild_marker(&live.generation.path);
-        if let Err(e) = outbox::release(&self.db, &marker).await {
-            tracing::debug!(error = ?e, "could not release the rebuild's hold on pruning; it expires");
+        let reported =
+            outbox::heartbeat(&self.db, &self.config.replica_id, live.position.low_water()).await;
+        let released = match reported {
+            Ok(()) => outbox::release(&self.db, &marker).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = released {
+            tracing::debug!(error = ?e, "could not hand the rebuild's hold on pruning over; housekeeping does");
         }
         let index = self.index.clone();
         match tokio::task::spawn_blocking(move || index.remove_old_generations()).await {
@@ -492,7 +535,9 @@ impl Indexer {
         rebuilding: &mut Option<tokio::task::JoinHandle<()>>,
     ) -> Result<()> {
         let position = &live.position;
-        outbox::heartbeat(&self.db, &self.config.replica_id, position.committed).await?;
+        // Not the recorded position, which moves past late gaps: their rows
+        // may commit yet, and must not be pruned first.
+        outbox::heartbeat(&self.db, &self.config.replica_id, position.low_water()).await?;
         // The live generation's rebuild, if it was one, no longer needs a
         // hold: this replica's own row now covers it.
         outbox::release(
@@ -504,7 +549,7 @@ impl Indexer {
         let rewound = outbox::rewound(&self.db, position.high, position.high_created_at).await?;
         let reason = if rewound {
             Some("the outbox restarted below the applied position (a restored database?)")
-        } else if position.committed < pruned {
+        } else if position.low_water() < pruned {
             Some("replica fell behind the outbox retention window")
         } else {
             None
@@ -606,9 +651,18 @@ impl Indexer {
     async fn round(&self, tail: &mut Tail) -> Result<Round> {
         let mut next = tail.position.clone();
         let now = Instant::now();
-        for (first, last) in next.due(now) {
-            let settled = outbox::range_settled(&self.db, first, last).await?;
-            next.checked(first, settled, now);
+        let due = next.due(now);
+        // One locking read for all of them, and one per gap only when some
+        // transaction still holds one.
+        if !due.is_empty() && outbox::ranges_settled(&self.db, &due).await? {
+            for (first, _) in &due {
+                next.checked(*first, true, now);
+            }
+        } else {
+            for (first, last) in due {
+                let settled = outbox::ranges_settled(&self.db, &[(first, last)]).await?;
+                next.checked(first, settled, now);
+            }
         }
         let batch = self.read_batch(&next, &tail.heal).await?;
         let now = Instant::now();

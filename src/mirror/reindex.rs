@@ -139,12 +139,13 @@ pub async fn reindex_locked(
         Ok(built) => built,
         Err(e) => {
             // Never published, so never live: remove it.
-            let _ = std::fs::remove_dir_all(&generation_path);
+            let _ =
+                tokio::task::spawn_blocking(move || std::fs::remove_dir_all(generation_path)).await;
             let _ = outbox::release(db, &marker).await;
             return Err(e);
         }
     };
-    publish(&root, generation_id)?;
+    tokio::task::spawn_blocking(move || publish(&root, generation_id)).await??;
     bar.finish_and_clear();
     tracing::info!(
         generation = generation_id,
@@ -183,8 +184,20 @@ async fn starting_point(db: &Db, live: Checkpoint) -> Result<Checkpoint> {
     }
     if live.outbox_seq < pruned || outbox::max_seq(db).await? - high > REPLAY_LIMIT {
         // Pruned rows had committed before this scan, so it has them; and a
-        // long replay would cost more than reading which ids exist.
-        return from_outbox(db, pruned).await;
+        // long replay would cost more than reading which ids exist. Gaps the
+        // live index still waits on stay gaps.
+        let mut checkpoint = from_outbox(db, pruned).await?;
+        let below: Vec<GapRange> = live
+            .gaps
+            .iter()
+            .filter(|g| g.first <= pruned)
+            .copied()
+            .collect();
+        if let Some(first) = below.first() {
+            checkpoint.outbox_seq = checkpoint.outbox_seq.min(first.first - 1);
+        }
+        checkpoint.gaps.splice(0..0, below);
+        return Ok(checkpoint);
     }
     Ok(live)
 }
@@ -233,9 +246,9 @@ async fn build(
     expected: i64,
     generation_id: u64,
 ) -> Result<(u64, Checkpoint)> {
-    outbox::hold_for_rebuild(db, marker, live.outbox_seq).await?;
+    outbox::hold_for_rebuild(db, marker, live.low_water()).await?;
     let checkpoint = starting_point(db, live).await?;
-    outbox::hold_for_rebuild(db, marker, checkpoint.outbox_seq).await?;
+    outbox::hold_for_rebuild(db, marker, checkpoint.low_water()).await?;
     tracing::info!(
         generation = generation_id,
         outbox_seq = checkpoint.outbox_seq,
@@ -286,7 +299,12 @@ async fn build(
             // Still alive: a hold not refreshed within the retention window
             // stops holding back pruning.
             if reported.elapsed() >= HOLD_REFRESH {
-                outbox::hold_for_rebuild(db, marker, checkpoint.outbox_seq).await?;
+                if let Err(e) = outbox::hold_for_rebuild(db, marker, checkpoint.low_water()).await {
+                    // Stop reading; the writer finishes before the
+                    // generation is removed.
+                    read_error = Some(e);
+                    break 'kinds;
+                }
                 reported = std::time::Instant::now();
             }
         }

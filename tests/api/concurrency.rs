@@ -22,6 +22,7 @@ both_stores!(
     unknown_outbox_rows_are_skipped,
     only_one_reindex_runs_at_a_time,
     a_rebuild_holds_back_pruning_until_it_is_adopted,
+    a_restart_before_the_swap_serves_the_caught_up_generation,
 );
 
 fn mysql_url(app: &TestApp) -> String {
@@ -341,8 +342,9 @@ async fn a_rebuild_holds_back_pruning_until_it_is_adopted(store: Store) {
 async fn readyz_fails_when_the_indexer_has_stopped() {
     let app = spawn_app_with(Store::Sqlite, |_| {}).await;
     assert_eq!(app.get("/readyz").await.0, StatusCode::OK);
-    // A damaged `CURRENT` stops the indexer at its next round.
-    std::fs::write(app.index_dir().join("CURRENT"), "not a generation\n").unwrap();
+    // A damaged `NEXT` (where rebuilds are offered) stops the indexer at
+    // its next round.
+    std::fs::write(app.index_dir().join("NEXT"), "not a generation\n").unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let (status, body) = app.get("/readyz").await;
@@ -395,4 +397,69 @@ async fn outbox_replicas(app: &TestApp) -> i64 {
         .fetch_one(&app.db().pool)
         .await
         .unwrap()
+}
+
+/// A transaction open past the grace period holds its outbox row's lock;
+/// pruning must not delete that row once it commits. Before, replicas
+/// reported a position past late gaps, a prune waited on the row's lock,
+/// and deleted the row the moment it committed: the change was lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pruning_never_takes_the_row_of_a_transaction_still_open() {
+    let app = spawn_app_with(Store::MySql, |a| {
+        a.gap_grace_secs = 1;
+        a.outbox_keep = 0;
+        a.housekeeping_ms = 100;
+    })
+    .await;
+    let user = app.create_user("u").await;
+    let mut long = open_transaction(&app).await;
+    exec(
+        &mut long,
+        &format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '오래열림', '본문')"
+        ),
+    )
+    .await;
+    app.create_question(user, "뒤에커밋", "본문").await;
+    wait_total(&app, "뒤에커밋", 1, Duration::from_secs(10)).await;
+    // Late, and pruned around for a while.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    exec(&mut long, "COMMIT").await;
+    wait_total(&app, "오래열림", 1, Duration::from_secs(11)).await;
+    app.finish().await;
+}
+
+/// A rebuilt generation is made current only once it has caught up: a
+/// server restarted before that serves the old, complete one. Before, a
+/// rebuild replaced `CURRENT` itself, and a restart served its scan.
+async fn a_restart_before_the_swap_serves_the_caught_up_generation(store: Store) {
+    let app = spawn_app_with(store, |a| a.indexer_batch = 5).await;
+    let user = app.create_user("u").await;
+    let mut tx = app.db().pool.begin().await.unwrap();
+    for i in 0..100 {
+        let sql = format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '재시작 {i}', '본문')"
+        );
+        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    app.wait_indexed().await;
+    let root = app.index_dir();
+    let app = app
+        .restart_with(|_| async move {
+            // A rebuild that saw none of the rows, published while the
+            // server was down.
+            tokio::task::spawn_blocking(move || {
+                let generation = chaja::index::create_generation(&root).unwrap();
+                generation.writer(32 << 20).unwrap().commit(0).unwrap();
+                chaja::index::publish(&root, generation.id).unwrap();
+            })
+            .await
+            .unwrap();
+        })
+        .await;
+    assert_eq!(app.search("재시작", "").await["total"], 100);
+    app.wait_indexed().await;
+    assert_eq!(app.search("재시작", "").await["total"], 100);
+    app.finish().await;
 }
