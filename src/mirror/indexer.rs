@@ -391,7 +391,6 @@ impl Indexer {
                         if (round.new as i64) < self.config.batch
                             && tail.position.gaps.len() < MAX_GAP_RUNS =>
                     {
-                        busy = true;
                         let (root, id) = (self.index.root().to_path_buf(), tail.generation.id);
                         let current = tokio::task::spawn_blocking(move || {
                             crate::index::make_current(&root, id)
@@ -402,7 +401,9 @@ impl Indexer {
                                 let next = candidate.take().expect("candidate present");
                                 let old = std::mem::replace(&mut live, next);
                                 self.swap_in(&live, old).await;
+                                busy = true;
                             }
+                            // Tried again after the poll interval.
                             Err(e) => {
                                 tracing::warn!(error = ?e, "cannot make the rebuilt generation current; retrying")
                             }
