@@ -17,8 +17,10 @@
 //! - Every round re-reads every gap, so a late commit is applied within a
 //!   round of becoming visible, however long its transaction stayed open.
 //! - For `gap_grace` the recorded position (`Checkpoint::outbox_seq`, what
-//!   `/readyz` and replica heartbeats report) stays below the gap. Past
-//!   that the gap is *late*: the position moves on, the gap is still re-read.
+//!   `/readyz` reports) stays below the gap. Past that the gap is *late*:
+//!   the position moves on, the gap is still re-read. Heartbeats report the
+//!   low water below every gap instead, so pruning never takes a row that
+//!   a gap may still fill.
 //! - A gap is forgotten only when it is known never to appear. The
 //!   transaction that allocated an id holds a lock on the outbox row it
 //!   inserted until it ends, so a locking read of the gap that does not
@@ -33,9 +35,10 @@
 //! # Rebuilds
 //!
 //! A rebuilt generation starts from the live one's checkpoint (see
-//! [`super::reindex`]). The indexer catches it up on the outbox beside the
-//! live one, and swaps it in only once it has read to the head, so no change
-//! vanishes from search at the swap.
+//! [`super::reindex`]) and is offered in `NEXT`. The indexer catches it up
+//! on the outbox beside the live one, and makes it `CURRENT` and swaps it in
+//! only once it has read to the head, so no change vanishes from search at
+//! the swap, and a restart never serves a scan that has not caught up.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
