@@ -169,12 +169,23 @@ pub const SNIPPET_CHARS: usize = 160;
 /// length, and a bound on work and size for rows other programs wrote.
 pub const TITLE_CHARS: usize = 400;
 
+/// How much of a text highlighting looks at. Mapping normalized offsets
+/// back to the original costs 16 bytes per byte of text: a 16 MiB row that
+/// another program wrote would cost 256 MB per snippet. A match past this
+/// point gets the start of the text as its snippet instead.
+pub const HIGHLIGHT_SCAN_BYTES: usize = 256 << 10;
+
 /// A window of the original text around the first match, HTML-escaped, with
 /// every match of every keyword inside it wrapped in `<em>`.
 ///
-/// Returns `None` when no keyword occurs in `original`.
+/// Returns `None` when no keyword occurs in the first
+/// `HIGHLIGHT_SCAN_BYTES` of `original`.
 pub fn highlight(original: &str, keywords: &[Keyword], window_chars: usize) -> Option<String> {
-    let m = mapped(original);
+    let mut scanned = original.len().min(HIGHLIGHT_SCAN_BYTES);
+    while !original.is_char_boundary(scanned) {
+        scanned -= 1;
+    }
+    let m = mapped(&original[..scanned]);
     // Original byte ranges of all matches.
     let mut spans: Vec<(usize, usize)> = Vec::new();
     for k in keywords {
@@ -276,6 +287,18 @@ mod tests {
 
     fn kw(q: &str) -> Vec<String> {
         parse_query(q).into_iter().map(|k| k.0).collect()
+    }
+
+    #[test]
+    fn highlight_looks_at_a_bounded_prefix_of_huge_texts() {
+        let huge = format!("{}찾는말", "가".repeat(4 << 20));
+        let kws = parse_query("찾는말");
+        // Past the scanned prefix: no highlight (the caller shows the lead).
+        assert_eq!(highlight(&huge, &kws, SNIPPET_CHARS), None);
+        let early = format!("찾는말{}", "가".repeat(4 << 20));
+        let snippet = highlight(&early, &kws, SNIPPET_CHARS).unwrap();
+        assert!(snippet.starts_with("<em>찾는말</em>"), "{}", &snippet[..40]);
+        assert!(snippet.len() < 1024);
     }
 
     #[test]
