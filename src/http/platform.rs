@@ -380,7 +380,7 @@ async fn add_comment(
     Ok((StatusCode::CREATED, Json(Created { id })))
 }
 
-#[utoipa::path(post, path = "/api/questions/{id}/comments", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = NewComment, responses((status = 201, body = Created), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/questions/{id}/comments", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = NewComment, responses((status = 201, body = Created), (status = 404, body = ErrorBody), (status = 422, description = "unknown author", body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn comment_question(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -389,7 +389,7 @@ async fn comment_question(
     add_comment(&state, Parent::Question(id), body).await
 }
 
-#[utoipa::path(post, path = "/api/reviews/{id}/comments", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = NewComment, responses((status = 201, body = Created), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/reviews/{id}/comments", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = NewComment, responses((status = 201, body = Created), (status = 404, body = ErrorBody), (status = 422, description = "unknown author", body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn comment_review(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
@@ -427,7 +427,7 @@ async fn list_review_comments(
 }
 
 /// Idempotent: liking twice is one like.
-#[utoipa::path(post, path = "/api/questions/{id}/like", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = LikeBody, responses((status = 204, description = "liked (idempotent per user)"), (status = 404, body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/questions/{id}/like", tag = "platform", params(("id" = i64, Path, description = "row id")), request_body = LikeBody, responses((status = 204, description = "liked (idempotent per user)"), (status = 404, body = ErrorBody), (status = 422, description = "unknown user", body = ErrorBody), (status = 400, description = "bad input", body = ErrorBody), (status = 503, description = "database unavailable", body = ErrorBody)))]
 async fn like(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
