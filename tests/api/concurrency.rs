@@ -97,6 +97,10 @@ async fn a_transaction_open_past_the_grace_is_applied_when_it_commits() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
+    // The gap's checks find its row locked: a wait, not a failure.
+    let (status, body) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["indexer"]["failing"], false, "{body}");
     // ...and the late commit is still applied.
     exec(&mut long, "COMMIT").await;
     wait_total(&app, "늦은커밋", 1, Duration::from_secs(11)).await;
@@ -461,5 +465,34 @@ async fn a_restart_before_the_swap_serves_the_caught_up_generation(store: Store)
     assert_eq!(app.search("재시작", "").await["total"], 100);
     app.wait_indexed().await;
     assert_eq!(app.search("재시작", "").await["total"], 100);
+    app.finish().await;
+}
+
+/// The check a gap is forgotten by: held while a transaction has an
+/// uncommitted outbox row in it (a lock conflict, not an error), settled
+/// once that transaction ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gap_is_held_exactly_while_its_transaction_is_open() {
+    let app = spawn_app_with(Store::MySql, |_| {}).await;
+    let user = app.create_user("u").await;
+    let mut open = open_transaction(&app).await;
+    exec(
+        &mut open,
+        &format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '열림', '본문')"
+        ),
+    )
+    .await;
+    let seq: i64 = sqlx::query_scalar("SELECT CAST(MAX(seq) AS SIGNED) FROM search_outbox")
+        .fetch_one(&mut open)
+        .await
+        .unwrap();
+    let range = [(seq, seq)];
+    assert!(!outbox::ranges_settled(app.db(), &range).await.unwrap());
+    assert!(!outbox::ranges_settled(app.db(), &[(1, seq + 5)])
+        .await
+        .unwrap());
+    exec(&mut open, "ROLLBACK").await;
+    assert!(outbox::ranges_settled(app.db(), &range).await.unwrap());
     app.finish().await;
 }
