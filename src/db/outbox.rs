@@ -52,18 +52,31 @@ pub async fn changes_in_ranges(
     for chunk in ranges.chunks(200) {
         let sql = format!(
             "{SELECT_OUTBOX} WHERE {} ORDER BY seq",
-            vec!["seq BETWEEN ? AND ?"; chunk.len()].join(" OR ")
+            in_ranges(chunk.len())
         );
-        let mut query = sqlx::query(&sql);
-        for (first, last) in chunk {
-            query = query.bind(*first).bind(*last);
-        }
-        let rows = query.fetch_all(&mut *conn).await?;
+        let rows = bind_ranges(sqlx::query(&sql), chunk)
+            .fetch_all(&mut *conn)
+            .await?;
         for row in &rows {
             found.push(outbox_row(row)?);
         }
     }
     Ok(found)
+}
+
+/// `seq BETWEEN ? AND ? OR …` for `n` inclusive ranges.
+fn in_ranges(n: usize) -> String {
+    vec!["seq BETWEEN ? AND ?"; n].join(" OR ")
+}
+
+fn bind_ranges<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ranges: &[(i64, i64)],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for (first, last) in ranges {
+        query = query.bind(*first).bind(*last);
+    }
+    query
 }
 
 fn outbox_row(row: &sqlx::any::AnyRow) -> Result<OutboxRow> {
@@ -94,12 +107,9 @@ pub async fn ranges_settled(db: &Db, ranges: &[(i64, i64)]) -> Result<bool> {
     }
     let sql = format!(
         "SELECT seq FROM search_outbox WHERE {} FOR UPDATE NOWAIT",
-        vec!["seq BETWEEN ? AND ?"; ranges.len()].join(" OR ")
+        in_ranges(ranges.len())
     );
-    let mut query = sqlx::query(&sql);
-    for (first, last) in ranges {
-        query = query.bind(*first).bind(*last);
-    }
+    let query = bind_ranges(sqlx::query(&sql), ranges);
     let mut conn = read_committed(db).await?;
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
     let locked = query.fetch_all(&mut *tx).await;

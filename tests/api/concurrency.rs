@@ -59,6 +59,31 @@ async fn wait_total(app: &TestApp, q: &str, want: u64, within: Duration) {
     }
 }
 
+/// `n` questions titled `"{prefix} {i}"` in one transaction, by plain SQL.
+async fn insert_questions(app: &TestApp, user: i64, prefix: &str, n: usize) {
+    let mut tx = app.db().pool.begin().await.unwrap();
+    for i in 0..n {
+        let sql = format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '{prefix} {i}', '본문')"
+        );
+        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+/// Publishes an empty generation at outbox position 0, as a rebuild whose
+/// scan saw no row would: everything reaches it by replay. Returns its id.
+async fn publish_empty_rebuild(root: std::path::PathBuf) -> u64 {
+    tokio::task::spawn_blocking(move || {
+        let generation = chaja::index::create_generation(&root).unwrap();
+        generation.writer(32 << 20).unwrap().commit(0).unwrap();
+        chaja::index::publish(&root, generation.id).unwrap();
+        generation.id
+    })
+    .await
+    .unwrap()
+}
+
 async fn wait_for_generation(app: &TestApp, id: u64) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while app.state.index.live().id != id {
@@ -170,26 +195,11 @@ async fn cached_answers_follow_commits_while_a_gap_holds_the_position() {
 async fn rows_written_during_a_rebuild_never_vanish_at_the_swap(store: Store) {
     let app = spawn_app_with(store, |a| a.indexer_batch = 5).await;
     let user = app.create_user("u").await;
-    let mut tx = app.db().pool.begin().await.unwrap();
-    for i in 0..200 {
-        let sql = format!(
-            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '교체 {i}', '본문')"
-        );
-        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
-    }
-    tx.commit().await.unwrap();
+    insert_questions(&app, user, "교체", 200).await;
     app.wait_indexed().await;
     assert_eq!(app.search("교체", "").await["total"], 200);
     // A rebuild whose scan saw none of the rows: they all come by replay.
-    let root = app.index_dir();
-    let published = tokio::task::spawn_blocking(move || {
-        let generation = chaja::index::create_generation(&root).unwrap();
-        generation.writer(32 << 20).unwrap().commit(0).unwrap();
-        chaja::index::publish(&root, generation.id).unwrap();
-        generation.id
-    })
-    .await
-    .unwrap();
+    let published = publish_empty_rebuild(app.index_dir()).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     while app.state.index.live().id != published {
         assert_eq!(app.search("교체", "").await["total"], 200, "rows vanished");
@@ -439,27 +449,14 @@ async fn pruning_never_takes_the_row_of_a_transaction_still_open() {
 async fn a_restart_before_the_swap_serves_the_caught_up_generation(store: Store) {
     let app = spawn_app_with(store, |a| a.indexer_batch = 5).await;
     let user = app.create_user("u").await;
-    let mut tx = app.db().pool.begin().await.unwrap();
-    for i in 0..100 {
-        let sql = format!(
-            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '재시작 {i}', '본문')"
-        );
-        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
-    }
-    tx.commit().await.unwrap();
+    insert_questions(&app, user, "재시작", 100).await;
     app.wait_indexed().await;
     let root = app.index_dir();
     let app = app
         .restart_with(|_| async move {
             // A rebuild that saw none of the rows, published while the
             // server was down.
-            tokio::task::spawn_blocking(move || {
-                let generation = chaja::index::create_generation(&root).unwrap();
-                generation.writer(32 << 20).unwrap().commit(0).unwrap();
-                chaja::index::publish(&root, generation.id).unwrap();
-            })
-            .await
-            .unwrap();
+            publish_empty_rebuild(root).await;
         })
         .await;
     assert_eq!(app.search("재시작", "").await["total"], 100);

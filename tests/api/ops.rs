@@ -51,20 +51,15 @@ async fn admin_and_search_keys_guard_their_own_scopes() {
         a.search_key = Some("reader".into());
     })
     .await;
-    let get = |path: &'static str, key: Option<&'static str>| {
-        let mut request = app.client.get(app.url(path));
+    let send = |method: reqwest::Method, path: &'static str, key: Option<&'static str>| {
+        let mut request = app.client.request(method, app.url(path));
         if let Some(key) = key {
             request = request.bearer_auth(key);
         }
         async move { request.send().await.unwrap().status() }
     };
-    let post = |path: &'static str, key: Option<&'static str>| {
-        let mut request = app.client.post(app.url(path));
-        if let Some(key) = key {
-            request = request.bearer_auth(key);
-        }
-        async move { request.send().await.unwrap().status() }
-    };
+    let get = |path, key| send(reqwest::Method::GET, path, key);
+    let post = |path, key| send(reqwest::Method::POST, path, key);
     // An anonymous rebuild is refused, and so is one with the write key.
     assert_eq!(
         post("/api/admin/reindex", None).await,
