@@ -8,11 +8,16 @@
 use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
-/// NFKC, then lowercase.
+/// NFKC, then Unicode's lowercasing of the whole string.
 ///
 /// NFKC folds full-width Latin, compatibility jamo and ligatures, and composes
 /// the decomposed (NFD) Hangul that macOS writes. Lowercasing afterwards is
-/// the case folding `LIKE` does under a case-insensitive collation.
+/// the case folding `LIKE` does under a case-insensitive collation. It is
+/// [`str::to_lowercase`], not a per-character map: a capital sigma at the end
+/// of a word becomes the final `ς` (`ΣΊΣΥΦΟΣ` → `σίσυφος`), as it does in
+/// the query. It is lowercasing and not full case folding: `ß` stays `ß`.
+///
+/// Changing this rule changes the index: bump [`NORMALIZATION`].
 pub fn normalize(text: &str) -> String {
     // Indexing normalizes every row, so the common cases go fast. Text of
     // ASCII and precomposed Hangul syllables only is already NFKC (none of
@@ -23,13 +28,19 @@ pub fn normalize(text: &str) -> String {
     {
         return text.to_ascii_lowercase();
     }
-    let mut out = String::with_capacity(text.len());
     // Otherwise most text is still NFKC, and skips the composition pass.
-    if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
-        text.chars().for_each(|c| push_lowercase(&mut out, c));
+    let nfkc: std::borrow::Cow<str> = if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
+        text.into()
     } else {
-        text.nfkc().for_each(|c| push_lowercase(&mut out, c));
+        text.nfkc().collect::<String>().into()
+    };
+    // Only a capital sigma lowercases by its context; everything else is a
+    // per-character map, done without the table search for Hangul.
+    if nfkc.contains('\u{03A3}') {
+        return nfkc.to_lowercase();
     }
+    let mut out = String::with_capacity(nfkc.len());
+    nfkc.chars().for_each(|c| push_lowercase(&mut out, c));
     out
 }
 
@@ -44,6 +55,10 @@ fn push_lowercase(out: &mut String, c: char) {
         out.extend(c.to_lowercase());
     }
 }
+
+/// Names the rule [`normalize`] implements. An index built under another
+/// rule may miss rows: the server warns, and `chaja reindex` rebuilds it.
+pub const NORMALIZATION: &str = "nfkc-lowercase-2";
 
 /// One required substring of a search query, already normalized.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -159,6 +174,15 @@ fn mapped(original: &str) -> Mapped {
         }
     }
     flush(chunk_start, original.len(), &mut text);
+    // Chunks are lowercased alone, so a capital sigma did not see its
+    // neighbours. The whole text's lowercasing differs only there, and `σ`
+    // and `ς` have the same UTF-8 length: the byte map still holds.
+    if text.contains('\u{03C3}') {
+        let whole = normalize(original);
+        if whole.len() == text.len() {
+            text = whole;
+        }
+    }
     Mapped { text, origin }
 }
 
@@ -311,18 +335,39 @@ mod tests {
 
     proptest::proptest! {
         /// The fast paths change nothing: the definition is NFKC, then
-        /// lowercase, character by character.
+        /// the whole string's lowercasing.
         #[test]
-        fn normalize_is_nfkc_then_lowercase(text in "(\\PC|[가-힣ㄱ-ㅎＡ-ｚA-Z\u{1100}-\u{11FF}\u{0300}-\u{036F}İΣ])*") {
-            let reference: String = text.nfkc().flat_map(char::to_lowercase).collect();
+        fn normalize_is_nfkc_then_lowercase(text in "(\\PC|[가-힣ㄱ-ㅎＡ-ｚA-Z\u{1100}-\u{11FF}\u{0300}-\u{036F}İΣΟ ])*") {
+            let reference = text.nfkc().collect::<String>().to_lowercase();
             proptest::prop_assert_eq!(normalize(&text), reference);
         }
 
         #[test]
         fn normalize_of_ascii_and_hangul_syllables(text in "[가-힣a-zA-Z0-9 .,!?\t\n]*") {
-            let reference: String = text.nfkc().flat_map(char::to_lowercase).collect();
+            let reference = text.nfkc().collect::<String>().to_lowercase();
             proptest::prop_assert_eq!(normalize(&text), reference);
         }
+
+        /// Highlighting finds a keyword where matching does: its map of the
+        /// text agrees with `normalize`, final sigmas included.
+        #[test]
+        fn highlight_text_is_normalize(text in "(\\PC|[ΣΟσς ])*") {
+            proptest::prop_assert_eq!(mapped(&text).text, normalize(&text));
+        }
+    }
+
+    /// Whole-string lowercasing: a word-final capital sigma is `ς` in the
+    /// text and in the query alike, and `ß` is not folded to `ss`.
+    #[test]
+    fn normalize_knows_the_final_sigma_and_keeps_sharp_s() {
+        assert_eq!(normalize("ΣΊΣΥΦΟΣ"), "σίσυφος");
+        assert_eq!(kw("σίσυφος"), ["σίσυφος"]);
+        assert!(row_matches(&parse_query("σίσυφος"), "", "ὁ ΣΊΣΥΦΟΣ, 신화"));
+        assert!(row_matches(&parse_query("ΣΊΣΥΦΟΣ"), "", "σίσυφος"));
+        assert_eq!(normalize("STRAẞE Straße"), "straße straße");
+        assert!(!row_matches(&parse_query("strasse"), "", "Straße"));
+        let h = highlight("신화 ΣΊΣΥΦΟΣ 이야기", &parse_query("σίσυφος"), 160).unwrap();
+        assert_eq!(h, "신화 <em>ΣΊΣΥΦΟΣ</em> 이야기");
     }
 
     #[test]

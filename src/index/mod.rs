@@ -35,8 +35,14 @@ pub type Result<T, E = tantivy::TantivyError> = std::result::Result<T, E>;
 const CURRENT: &str = "CURRENT";
 /// Names a rebuilt generation waiting to be caught up and made current.
 const NEXT: &str = "NEXT";
-/// Names the analyzer a generation's morphological fields were built with.
+/// Names what a generation was built with: the text normalization its grams
+/// hold and the analyzer of its morphological fields.
 const ANALYZER_FILE: &str = "analyzer";
+
+/// The contents of [`ANALYZER_FILE`] for what this process builds.
+fn analyzer_stamp() -> String {
+    format!("{} {}", morph::analyzer().name(), crate::text::NORMALIZATION)
+}
 
 /// One opened generation: the index, a reader, and the field handles.
 pub struct Generation {
@@ -57,13 +63,13 @@ impl Generation {
         let path = generation_path(root, id);
         let index = Index::open(MmapDirectory::open(&path)?)?;
         let built = std::fs::read_to_string(path.join(ANALYZER_FILE)).unwrap_or_default();
-        let now = morph::analyzer().name();
+        let now = analyzer_stamp();
         if built.trim() != now {
             tracing::warn!(
                 generation = id,
                 built_with = built.trim(),
                 serving_with = now,
-                "index generation was built with another analyzer; run `chaja reindex` so that relevance matches it"
+                "index generation was built with another analyzer or text normalization; run `chaja reindex` so that matches and relevance follow the current rules"
             );
         }
         Generation::from_index(id, path, index)
@@ -507,7 +513,7 @@ pub fn create_generation(root: &Path) -> Result<Generation> {
         .schema(build_schema())
         .settings(settings)
         .create_in_dir(&path)?;
-    std::fs::write(path.join(ANALYZER_FILE), morph::analyzer().name())?;
+    std::fs::write(path.join(ANALYZER_FILE), analyzer_stamp())?;
     Generation::from_index(id, path, index)
 }
 
