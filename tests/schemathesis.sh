@@ -32,7 +32,7 @@ done
 # data the server answered with, so its runs differ; it found an
 # undocumented 422 once. Run it too with
 # CHAJA_ST_PHASES=examples,coverage,fuzzing,stateful.
-"$venv/bin/st" run "http://127.0.0.1:$port/api-docs/openapi.json" \
+"$venv/bin/st" --config-file tests/schemathesis.toml run "http://127.0.0.1:$port/api-docs/openapi.json" \
   --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance \
   --phases "${CHAJA_ST_PHASES:-examples,coverage,fuzzing}" \
   --max-examples 20 --workers 1 --seed 1 --no-color

@@ -23,12 +23,37 @@ use super::redis::RedisTier;
 use crate::db::now_ms;
 use crate::error::{Error, Result};
 
-/// The windows served, with their names in the API.
-pub const WINDOWS: [(&str, i64); 3] = [
-    ("10m", 10 * 60_000),
-    ("1h", 3_600_000),
-    ("24h", 24 * 3_600_000),
-];
+/// A window trending is counted over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Window {
+    #[serde(rename = "10m")]
+    TenMinutes,
+    #[serde(rename = "1h")]
+    Hour,
+    #[serde(rename = "24h")]
+    Day,
+}
+
+impl Window {
+    pub const ALL: [Window; 3] = [Window::TenMinutes, Window::Hour, Window::Day];
+
+    /// The name in the API and in Redis keys.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Window::TenMinutes => "10m",
+            Window::Hour => "1h",
+            Window::Day => "24h",
+        }
+    }
+
+    const fn width_ms(self) -> i64 {
+        match self {
+            Window::TenMinutes => 10 * 60_000,
+            Window::Hour => 3_600_000,
+            Window::Day => 24 * 3_600_000,
+        }
+    }
+}
 
 const BUCKETS_PER_WINDOW: i64 = 12;
 
@@ -129,16 +154,12 @@ impl Trending {
         }
     }
 
-    pub async fn top(&self, window: &str, limit: usize) -> Result<Vec<Trend>> {
+    pub async fn top(&self, window: Window, limit: usize) -> Result<Vec<Trend>> {
         self.top_at(window, limit, now_ms()).await
     }
 
-    pub async fn top_at(&self, window: &str, limit: usize, now: i64) -> Result<Vec<Trend>> {
-        let (name, width) = WINDOWS
-            .iter()
-            .copied()
-            .find(|(name, _)| *name == window)
-            .ok_or_else(|| Error::bad_request("invalid_window", "window must be 10m, 1h or 24h"))?;
+    pub async fn top_at(&self, window: Window, limit: usize, now: i64) -> Result<Vec<Trend>> {
+        let (name, width) = (window.name(), window.width_ms());
         let bucket = width / BUCKETS_PER_WINDOW;
         let buckets = (now - width) / bucket..=now / bucket;
         match &self.store {
@@ -193,7 +214,7 @@ impl Store {
                     .arg(&client)
                     .arg(event.at_ms)
                     .arg(BUCKET_CAP);
-                for (name, width) in WINDOWS {
+                for (name, width) in Window::ALL.map(|w| (w.name(), w.width_ms())) {
                     script.arg(name).arg(width).arg(width / BUCKETS_PER_WINDOW);
                 }
                 redis
@@ -262,7 +283,7 @@ impl Local {
     fn record(&mut self, event: &Event) {
         let client = client_hash(event.client, &event.keyword);
         let now = event.at_ms;
-        for (name, width) in WINDOWS {
+        for (name, width) in Window::ALL.map(|w| (w.name(), w.width_ms())) {
             let bucket = width / BUCKETS_PER_WINDOW;
             let series = self.buckets.entry(name).or_default();
             let oldest = (now - width) / bucket - 1;

@@ -38,8 +38,26 @@ impl From<JsonRejection> for Error {
 }
 
 impl From<QueryRejection> for Error {
+    /// A parameter that does not parse of a closed set is named in the
+    /// code, as the handlers' own checks name it (`invalid_size`,
+    /// `invalid_sort`): axum reports the field's path first (`size: invalid
+    /// digit found`).
     fn from(r: QueryRejection) -> Error {
-        Error::bad_request("invalid_query", r.body_text())
+        let text = r.body_text();
+        let detail = text
+            .strip_prefix("Failed to deserialize query string: ")
+            .unwrap_or(&text);
+        let code = match detail.split_once(": ").map(|(field, _)| field) {
+            Some("type") => "invalid_type",
+            Some("sort") => "invalid_sort",
+            Some("match") => "invalid_match",
+            Some("window") => "invalid_window",
+            Some("size") => "invalid_size",
+            Some("page") => "invalid_page",
+            Some("limit") => "invalid_limit",
+            _ => "invalid_query",
+        };
+        Error::bad_request(code, text)
     }
 }
 

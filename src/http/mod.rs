@@ -58,16 +58,107 @@ pub struct AppState {
         title = "chaja",
         description = "Exact Korean substring search over MySQL rows, and the platform flow load tests drive. \
 Limits: q ≤ 100 characters, size ≤ 100, page × size ≤ 10,000, title ≤ 200 and content ≤ 20,000 characters, JSON bodies ≤ 64 KiB, unknown fields rejected. \
-With CHAJA_API_KEY set, writes and /api/admin/* need `Authorization: Bearer <key>`. \
+Keys, sent as `Authorization: Bearer <key>`: CHAJA_SEARCH_KEY (when set) guards searches, suggestions and trending; CHAJA_WRITE_KEY (alias CHAJA_API_KEY, when set) guards writes; CHAJA_ADMIN_KEY guards /api/admin/* and /metrics, which answer loopback clients only while it is unset. \
 Every error is `{\"error\": {\"code\", \"message\"}}`."
     ),
     components(schemas(crate::error::ErrorBody))
 )]
 pub struct ApiDoc;
 
-/// The OpenAPI document the server serves at `/api-docs/openapi.json`.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    api().into_openapi()
+/// The handlers' annotations, made as strict as the server: the configured
+/// limits in place of the defaults the annotations name, and on every
+/// operation the errors the layers around the handlers answer with (keys,
+/// the rate limit, timeouts and overload, body size), so that a client or
+/// a fuzzer reading the document expects what it gets.
+fn document(api: utoipa::openapi::OpenApi, limits: &InputLimits) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let mut doc = serde_json::to_value(api).expect("the OpenAPI document serializes");
+    let error = |description: &str| {
+        json!({
+            "description": description,
+            "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ErrorBody" } } }
+        })
+    };
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        for (path, item) in paths.iter_mut() {
+            let Some(item) = item.as_object_mut() else {
+                continue;
+            };
+            for (method, operation) in item.iter_mut() {
+                let Ok(method) = method.to_uppercase().parse::<axum::http::Method>() else {
+                    continue;
+                };
+                let has_body = operation.get("requestBody").is_some();
+                // `get_mut`, not indexing: `value["key"]` on an object
+                // inserts a null where the key is missing.
+                if let Some(parameters) = operation
+                    .get_mut("parameters")
+                    .and_then(Value::as_array_mut)
+                {
+                    for parameter in parameters {
+                        let bound = match (path.as_str(), parameter["name"].as_str()) {
+                            ("/api/search" | "/api/suggest", Some("q")) => {
+                                Some(("maxLength", limits.max_query_chars))
+                            }
+                            ("/api/search", Some("size")) => Some(("maximum", limits.max_size)),
+                            ("/api/search", Some("page")) => Some(("maximum", limits.max_depth)),
+                            _ => None,
+                        };
+                        if let Some((keyword, value)) = bound {
+                            parameter["schema"][keyword] = json!(value);
+                        }
+                    }
+                }
+                let Some(responses) = operation
+                    .get_mut("responses")
+                    .and_then(Value::as_object_mut)
+                else {
+                    continue;
+                };
+                let mut add = |status: &str, description: &str| {
+                    responses
+                        .entry(status)
+                        .or_insert_with(|| error(description));
+                };
+                if ops::needs_key(&method, path) {
+                    add("401", "no key sent: `Authorization: Bearer <key>`");
+                    add(
+                        "403",
+                        "a wrong key, or admin from another machine with no admin key set",
+                    );
+                }
+                if has_body {
+                    add("413", "body over the size limit");
+                }
+                add("429", "over the per-client rate limit; see Retry-After");
+                add("503", "timeout, overload, or a store that is down");
+            }
+        }
+    }
+    let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    else {
+        return doc;
+    };
+    for (schema, field, max) in [
+        ("NewQuestion", "title", limits.max_title_chars),
+        ("QuestionEdit", "title", limits.max_title_chars),
+        ("NewQuestion", "content", limits.max_content_chars),
+        ("QuestionEdit", "content", limits.max_content_chars),
+        ("NewReview", "content", limits.max_content_chars),
+        ("ReviewEdit", "content", limits.max_content_chars),
+        ("NewComment", "content", limits.max_content_chars),
+    ] {
+        let property = schemas
+            .get_mut(schema)
+            .and_then(|s| s.pointer_mut(&format!("/properties/{field}")))
+            .and_then(Value::as_object_mut);
+        if let Some(property) = property {
+            property.insert("maxLength".to_owned(), Value::from(max));
+        }
+    }
+    doc
 }
 
 /// Every module's routes, documented: served by `router`, described by
@@ -134,7 +225,7 @@ pub fn router(state: AppState, limits: &Limits) -> Router {
     prometheus::install();
     let guard = ops::Guard::new(limits.keys.clone(), limits.rate_per_second);
     let (routes, api) = api().split_for_parts();
-    let api = Arc::new(api);
+    let api = Arc::new(document(api, &state.input));
     routes
         .route(
             "/api-docs/openapi.json",

@@ -63,6 +63,12 @@ fn scope(method: &Method, path: &str) -> Scope {
     }
 }
 
+/// Whether a request can be refused for its key: everything but public
+/// routes, when the scope's key is set (and admin, always, off loopback).
+pub(crate) fn needs_key(method: &Method, path: &str) -> bool {
+    scope(method, path) != Scope::Public
+}
+
 /// Why a request is refused, if it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Refusal {

@@ -15,7 +15,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiQuery, AppState, ClientIp, InputLimits};
-use crate::cache::trending::Trend;
+use crate::cache::trending::{Trend, Window};
 use crate::cache::{Answer, CacheStatus};
 use crate::error::{Error, ErrorBody, Result};
 use crate::index::search::{self, Filter, Hit, Rank, Request, Sort};
@@ -32,25 +32,74 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct SearchParams {
+    /// Keywords, all required; `"quoted words"` are one keyword with their
+    /// spaces. At most `max_query_chars` (100 by default) characters, with
+    /// something besides spaces and quotes, and no control characters other
+    /// than whitespace. (The document states what `to_request` checks.)
+    #[param(
+        required = true,
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*[^\s\x00-\x1F\x7F-\x9F\x22\uFFFD][^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*$"
+    )]
     pub q: Option<String>,
-    /// `question`, `review` or `all` (default).
     #[serde(rename = "type")]
-    pub kind: Option<String>,
-    /// `recent` (default), `oldest` or `relevance`.
-    pub sort: Option<String>,
+    #[param(inline)]
+    pub kind: Option<TypeParam>,
+    #[param(inline)]
+    pub sort: Option<SortParam>,
     pub author_id: Option<i64>,
-    /// RFC 3339 bounds on `created_at`, inclusive.
+    /// RFC 3339 bounds on `created_at`, inclusive; `from` not after `to`.
+    #[param(format = DateTime)]
     pub from: Option<String>,
+    #[param(format = DateTime)]
     pub to: Option<String>,
+    /// Hits per page: 1 to `max_size` (100 by default); default 10.
+    #[param(minimum = 1, maximum = 100)]
     pub size: Option<usize>,
+    /// From 1; `page × size` at most `max_depth` (10,000 by default).
+    #[param(minimum = 1, maximum = 10000)]
     pub page: Option<usize>,
-    /// `next_cursor` of the previous answer.
+    /// `next_cursor` of the previous answer, for the same query; not with
+    /// `page`.
+    #[param(
+        min_length = 3,
+        max_length = 512,
+        pattern = r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$"
+    )]
     pub cursor: Option<String>,
-    /// `substring` (default): rows that contain the text, as LIKE. `morph`:
-    /// also rows that share its content morphemes (`클라우드를` finds
-    /// `클라우드에서`), exact matches first under `sort=relevance`.
     #[serde(rename = "match")]
-    pub match_mode: Option<String>,
+    #[param(inline)]
+    pub match_mode: Option<MatchParam>,
+}
+
+/// Which rows: `question`, `review` or `all` (default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TypeParam {
+    Question,
+    Review,
+    All,
+}
+
+/// `recent` (default): newest first. `oldest`. `relevance`: BM25 over
+/// morphemes with a recency factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SortParam {
+    Recent,
+    Oldest,
+    Relevance,
+}
+
+/// `substring` (default): rows that contain the text, as LIKE. `morph`:
+/// also rows that share its content morphemes (`클라우드를` finds
+/// `클라우드에서`), exact matches first under `sort=relevance`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchParam {
+    Substring,
+    Morph,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -129,29 +178,17 @@ pub fn to_request(
     if keywords.is_empty() {
         return Err(bad("empty_query", "q must contain a keyword"));
     }
-    let kind = match params.kind.as_deref() {
-        None | Some("all") => None,
-        Some(other) => Some(
-            Kind::parse(other)
-                .ok_or_else(|| bad("invalid_type", "type must be question, review or all"))?,
-        ),
+    let kind = match params.kind {
+        None | Some(TypeParam::All) => None,
+        Some(TypeParam::Question) => Some(Kind::Question),
+        Some(TypeParam::Review) => Some(Kind::Review),
     };
-    let sort = match params.sort.as_deref() {
-        None | Some("recent") => Sort::Recent,
-        Some("oldest") => Sort::Oldest,
-        Some("relevance") => Sort::Relevance,
-        Some(_) => {
-            return Err(bad(
-                "invalid_sort",
-                "sort must be recent, oldest or relevance",
-            ))
-        }
+    let sort = match params.sort {
+        None | Some(SortParam::Recent) => Sort::Recent,
+        Some(SortParam::Oldest) => Sort::Oldest,
+        Some(SortParam::Relevance) => Sort::Relevance,
     };
-    let morph = match params.match_mode.as_deref() {
-        None | Some("substring") => false,
-        Some("morph") => true,
-        Some(_) => return Err(bad("invalid_match", "match must be substring or morph")),
-    };
+    let morph = params.match_mode == Some(MatchParam::Morph);
     let from = parse_time("from", params.from.as_deref())?;
     let to = parse_time("to", params.to.as_deref())?;
     if let (Some(from), Some(to)) = (from, to) {
@@ -397,15 +434,38 @@ async fn search_handler(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct TrendingParams {
-    /// `10m`, `1h` (default) or `24h`.
-    pub window: Option<String>,
+    #[param(inline)]
+    pub window: Option<WindowParam>,
     /// 1 to 100; default 10.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<usize>,
+}
+
+/// The window counted over: `10m`, `1h` (default) or `24h`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+pub enum WindowParam {
+    #[serde(rename = "10m")]
+    TenMinutes,
+    #[serde(rename = "1h")]
+    Hour,
+    #[serde(rename = "24h")]
+    Day,
+}
+
+impl From<WindowParam> for Window {
+    fn from(w: WindowParam) -> Window {
+        match w {
+            WindowParam::TenMinutes => Window::TenMinutes,
+            WindowParam::Hour => Window::Hour,
+            WindowParam::Day => Window::Day,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TrendingResponse {
-    pub window: String,
+    #[schema(inline)]
+    pub window: WindowParam,
     pub keywords: Vec<Trend>,
 }
 
@@ -417,12 +477,12 @@ async fn trending_handler(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<TrendingParams>,
 ) -> Result<Json<TrendingResponse>> {
-    let window = params.window.unwrap_or_else(|| "1h".to_owned());
+    let window = params.window.unwrap_or(WindowParam::Hour);
     let limit = params.limit.unwrap_or(10);
     if !(1..=100).contains(&limit) {
         return Err(bad("invalid_limit", "limit must be between 1 and 100"));
     }
-    let keywords = state.trending.top(&window, limit).await?;
+    let keywords = state.trending.top(window.into(), limit).await?;
     Ok(Json(TrendingResponse { window, keywords }))
 }
 

@@ -22,8 +22,11 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct SuggestParams {
     /// What has been typed so far: a prefix, 초성 (`ㅋㄹㅇㄷ`), a half-typed
     /// syllable (`클라ㅇ`) or Hangul typed on a Latin layout (`zmffkdnem`).
+    /// Not blank; at most `max_query_chars` (100 by default) characters.
+    #[param(min_length = 1, max_length = 100, pattern = r"\S")]
     pub q: String,
     /// 1 to 50; default 10.
+    #[param(minimum = 1, maximum = 50)]
     pub limit: Option<usize>,
 }
 

@@ -41,7 +41,11 @@ const ANALYZER_FILE: &str = "analyzer";
 
 /// The contents of [`ANALYZER_FILE`] for what this process builds.
 fn analyzer_stamp() -> String {
-    format!("{} {}", morph::analyzer().name(), crate::text::NORMALIZATION)
+    format!(
+        "{} {}",
+        morph::analyzer().name(),
+        crate::text::NORMALIZATION
+    )
 }
 
 /// One opened generation: the index, a reader, and the field handles.

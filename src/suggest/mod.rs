@@ -135,7 +135,10 @@ impl Suggester {
 
     /// Rebuilds the candidates from the live index and trending searches.
     pub async fn refresh(&self, index: &SearchIndex, trending: &Trending) -> Result<()> {
-        let searched = match trending.top("24h", TRENDING_CANDIDATES).await {
+        let searched = match trending
+            .top(crate::cache::trending::Window::Day, TRENDING_CANDIDATES)
+            .await
+        {
             Ok(top) => top,
             Err(e) => {
                 tracing::debug!(error = %e, "suggestions without trending searches");

@@ -4,7 +4,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::helpers::{spawn_app, Store};
+use crate::helpers::{spawn_app, spawn_app_with, Store};
 
 /// Every route the router serves (besides the document itself).
 const ROUTES: &[(&str, &str)] = &[
@@ -106,5 +106,77 @@ async fn every_route_is_documented_and_answers_as_documented() {
             "{method} {url} answered {status} ({text}); documented {allowed:?}"
         );
     }
+    app.finish().await;
+}
+
+/// The document is as strict as the server: typed parameters are enums,
+/// the configured limits replace the annotations' defaults, and every
+/// operation declares the errors the layers around it answer with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_document_states_the_limits_and_errors_the_server_enforces() {
+    let app = spawn_app_with(Store::Sqlite, |args| {
+        args.max_query_chars = 7;
+        args.max_size = 20;
+        args.max_title_chars = 30;
+    })
+    .await;
+    let (_, doc) = app.get("/api-docs/openapi.json").await;
+    let search = &doc["paths"]["/api/search"]["get"];
+    let param = |name: &str| {
+        search["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is documented"))
+            .clone()
+    };
+    assert_eq!(param("q")["schema"]["maxLength"], 7);
+    assert_eq!(param("q")["required"], true);
+    assert_eq!(param("size")["schema"]["maximum"], 20);
+    assert_eq!(
+        param("type")["schema"]["enum"],
+        json!(["question", "review", "all"])
+    );
+    assert_eq!(
+        param("sort")["schema"]["enum"],
+        json!(["recent", "oldest", "relevance"])
+    );
+    assert_eq!(
+        param("match")["schema"]["enum"],
+        json!(["substring", "morph"])
+    );
+    let trending = &doc["paths"]["/api/search/trending"]["get"]["parameters"];
+    assert_eq!(trending[0]["schema"]["enum"], json!(["10m", "1h", "24h"]));
+    assert_eq!(
+        doc["components"]["schemas"]["NewQuestion"]["properties"]["title"]["maxLength"],
+        30
+    );
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let responses = operation["responses"].as_object().unwrap();
+            for status in ["429", "503"] {
+                assert!(responses.contains_key(status), "{method} {path}: {status}");
+            }
+            let keyed = !(method == "get"
+                && (path == "/healthz"
+                    || path == "/readyz"
+                    || !path.starts_with("/api/")
+                    || path.starts_with("/api/questions")
+                    || path.starts_with("/api/reviews")
+                    || path.starts_with("/api/users")))
+                || path == "/metrics";
+            assert_eq!(
+                responses.contains_key("401") && responses.contains_key("403"),
+                keyed,
+                "{method} {path}"
+            );
+        }
+    }
+    // The server enforces what the document states.
+    let (status, _) = app.get("/api/search?q=12345678").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = app.get("/api/search?q=1234567&size=21").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     app.finish().await;
 }
