@@ -19,6 +19,9 @@ pub struct App {
     pub state: AppState,
     limits: crate::http::Limits,
     indexer: Indexer,
+    /// A one-connection pool for the health check, apart from the pool
+    /// writes and the indexer use (see `mirror::health`).
+    health_db: Db,
 }
 
 impl App {
@@ -29,18 +32,23 @@ impl App {
             std::fs::create_dir_all(dir)?;
         }
         let db = Db::connect_lazy(&args.store.database_url, args.store.pool_size())?;
-        match db.migrate().await {
-            Ok(()) => {}
+        let database_up = match db.migrate().await {
+            Ok(()) => true,
             Err(e) if e.is_unavailable() => {
-                tracing::warn!(error = ?e, "database unavailable at start; serving searches from the index")
+                tracing::warn!(error = ?e, "database unavailable at start; serving searches from the index");
+                false
             }
             Err(e) => return Err(e),
-        }
+        };
+        let health_db = Db::connect_lazy(&args.store.database_url, 1)?;
         crate::index::morph::init(&args.store.ko_dic);
         let dir = args.store.index_dir.clone();
         let index =
             tokio::task::spawn_blocking(move || SearchIndex::open_or_create(&dir)).await??;
-        let mirror = MirrorHandle::default();
+        let mirror = MirrorHandle {
+            health: crate::mirror::health::Health::starting(database_up),
+            ..MirrorHandle::default()
+        };
         mirror.progress.committed(index.live().applied_seq()?);
         let redis = match &args.redis_url {
             Some(url) => Some(RedisTier::new(
@@ -87,6 +95,7 @@ impl App {
                 input: args.input_limits(),
             },
             indexer,
+            health_db,
         })
     }
 
@@ -110,11 +119,17 @@ impl App {
             shutdown.clone(),
         );
         let suggester = tokio::spawn(suggester);
+        let health = tokio::spawn(self.state.mirror.health.clone().watch(
+            self.health_db,
+            self.state.mirror.progress.clone(),
+            shutdown.clone(),
+        ));
         let served = http::serve(listener, self.state, &self.limits, shutdown.clone()).await;
         shutdown.cancel();
         // An indexer error was logged when it happened.
         let _ = indexer.await?;
         suggester.await?;
+        health.await?;
         Ok(served?)
     }
 }

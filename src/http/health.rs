@@ -1,7 +1,5 @@
 //! Liveness and readiness.
 
-use std::time::Duration;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -10,7 +8,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
-use crate::db::{now_ms, outbox};
+use crate::db::now_ms;
 use crate::mirror::STUCK_AFTER;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -25,17 +23,17 @@ async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// Ready when the index is open, the database answers and the indexer is
-/// following the outbox (its last round did not fail). Searches work without the database, but a replica
+/// Ready when the index is open, the database answered the last background
+/// check (at most a few seconds old) and the indexer is following the
+/// outbox (its last round did not fail). Searches work without the database, but a replica
 /// whose index is frozen (database down, indexer dead or stuck, outbox
 /// rewound under it) should not take new traffic from a balancer that has a
 /// better one.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, description = "index open, database reachable, indexer following the outbox"), (status = 503, description = "database unreachable, or the indexer stopped, stuck or waiting for a rebuild")))]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
-    let database = matches!(
-        tokio::time::timeout(Duration::from_secs(1), state.db.ping()).await,
-        Ok(Ok(()))
-    );
+    // From the background check: a probe never takes a connection.
+    let health = state.mirror.health.current();
+    let database = health.is_some_and(|h| h.database);
     let generation = state.index.live();
     let progress = &state.mirror.progress;
     let stopped = progress.is_stopped();
@@ -49,14 +47,7 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     };
     // Lag needs the database too; unknown while it is down.
     let applied = progress.applied_seq();
-    let lag = if database {
-        tokio::time::timeout(Duration::from_secs(1), outbox::backlog(&state.db, applied))
-            .await
-            .ok()
-            .and_then(Result::ok)
-    } else {
-        None
-    };
+    let lag = health.and_then(|h| h.backlog);
     let (backlog, seconds_behind) = match lag {
         Some((backlog, oldest)) => (
             Some(backlog),

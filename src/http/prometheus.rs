@@ -4,7 +4,6 @@
 //! cache tiers, index commits); the gauges below are read at scrape time.
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use axum::extract::State;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
@@ -47,13 +46,10 @@ async fn render(State(state): State<AppState>) -> String {
     metrics::gauge!("outbox_applied_seq").set(applied as f64);
     metrics::gauge!("db_pool_connections", "state" => "open").set(f64::from(state.db.pool.size()));
     metrics::gauge!("db_pool_connections", "state" => "idle").set(state.db.pool.num_idle() as f64);
-    // The backlog needs the database; a scrape never waits long for it.
-    let lag = tokio::time::timeout(
-        Duration::from_secs(1),
-        crate::db::outbox::backlog(&state.db, applied),
-    )
-    .await;
-    if let Ok(Ok((backlog, oldest_ms))) = lag {
+    // The backlog as the background check last found it: a scrape never
+    // takes a connection (see `mirror::health`).
+    let lag = state.mirror.health.current().and_then(|h| h.backlog);
+    if let Some((backlog, oldest_ms)) = lag {
         metrics::gauge!("outbox_backlog").set(backlog as f64);
         let behind = oldest_ms.map_or(0.0, |t| (crate::db::now_ms() - t).max(0) as f64 / 1000.0);
         metrics::gauge!("outbox_seconds_behind").set(behind);

@@ -1,5 +1,6 @@
 //! The mirror flow: MySQL → outbox → indexer → index, and full rebuilds.
 
+pub mod health;
 pub mod indexer;
 pub mod reindex;
 pub mod verify;
@@ -126,4 +127,7 @@ pub struct MirrorHandle {
     /// Wakes the indexer right after a local write instead of at its next poll.
     pub wake: Arc<Notify>,
     pub progress: Arc<Progress>,
+    /// The database as the background check last found it; probes read
+    /// this instead of taking a connection.
+    pub health: health::Health,
 }

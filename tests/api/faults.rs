@@ -100,7 +100,15 @@ async fn mariadb_down_searches_answer_writes_503_and_nothing_is_lost() {
         .await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "database_unavailable");
-    assert_eq!(app.get("/readyz").await.0, StatusCode::SERVICE_UNAVAILABLE);
+    // Readiness comes from a check once a second (see `mirror::health`).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while app.get("/readyz").await.0 != StatusCode::SERVICE_UNAVAILABLE {
+        assert!(
+            Instant::now() < deadline,
+            "readyz never saw the database down"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     mariadb.start().await;
     // The pool reconnects and the indexer catches up.

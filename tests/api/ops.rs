@@ -359,3 +359,42 @@ async fn input_limits_are_configurable() {
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     app.finish().await;
 }
+
+crate::both_stores!(probes_never_take_a_write_connection);
+
+/// Probes read the background health check: with every connection of the
+/// write pool held (a burst of slow writes), `/readyz` still reports the
+/// database up and `/metrics` answers, and a crowd of probes does not keep
+/// a write from its connection. Before, each probe pinged through the
+/// write pool: here it would have timed out and answered 503.
+async fn probes_never_take_a_write_connection(store: Store) {
+    let app = spawn_app_with(store, |a| a.store.db_pool = Some(1)).await;
+    let user = app.create_user("탐침").await;
+    let held = app.state.db.pool.acquire().await.unwrap();
+    let (status, body) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["database"], true, "{body}");
+    assert_eq!(app.get("/metrics").await.0, StatusCode::OK);
+    drop(held);
+
+    let probes: Vec<_> = (0..200)
+        .map(|i| {
+            let client = app.client.clone();
+            let url = app.url(if i % 2 == 0 { "/readyz" } else { "/metrics" });
+            tokio::spawn(async move { client.get(url).send().await.map(|r| r.status()) })
+        })
+        .collect();
+    for i in 0..5 {
+        let (status, body) = app
+            .post(
+                "/api/questions",
+                json!({ "author_id": user, "title": format!("탐침 {i}"), "content": "본문" }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    for probe in probes {
+        assert_eq!(probe.await.unwrap().unwrap(), StatusCode::OK);
+    }
+    app.finish().await;
+}

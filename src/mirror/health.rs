@@ -1,0 +1,102 @@
+//! The database's health as probes see it, checked in the background.
+//!
+//! `/readyz` and `/metrics` are anonymous or cheap to call, and a balancer,
+//! a scraper or an attacker may call them as often as it likes. If each
+//! call pinged the database it would take a connection from the pool that
+//! writes and the indexer use: a few dozen probes at once would starve
+//! them. Instead one task checks the database once a second on a pool of
+//! its own (one connection), and probes read what it found last.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::Progress;
+use crate::db::{outbox, Db};
+
+/// How often the database is checked.
+pub const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// How long one check may wait for the database.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A finding older than this (the checker is stuck on a database that
+/// does not answer) no longer says the database is up.
+const FRESH_FOR: Duration = Duration::from_secs(5);
+
+/// What the last check found.
+#[derive(Debug, Clone, Copy)]
+pub struct Finding {
+    /// The database answered within the timeout.
+    pub database: bool,
+    /// Outbox rows past the applied position, and the oldest one's time in
+    /// epoch milliseconds; `None` when the database did not answer.
+    pub backlog: Option<(i64, Option<i64>)>,
+    pub at: Instant,
+}
+
+/// The last finding, shared by the checker and the probes.
+#[derive(Debug, Clone, Default)]
+pub struct Health(Arc<Mutex<Option<Finding>>>);
+
+impl Health {
+    /// Starts from what the caller knows (the migration at start reached
+    /// the database or did not), so a probe right after start has an answer.
+    pub fn starting(database: bool) -> Health {
+        let health = Health::default();
+        health.set(Finding {
+            database,
+            backlog: None,
+            at: Instant::now(),
+        });
+        health
+    }
+
+    fn set(&self, finding: Finding) {
+        *self.0.lock().expect("health lock") = Some(finding);
+    }
+
+    /// The last finding, if recent enough to go by.
+    pub fn current(&self) -> Option<Finding> {
+        let finding = (*self.0.lock().expect("health lock"))?;
+        (finding.at.elapsed() < FRESH_FOR).then_some(finding)
+    }
+
+    /// Whether the database answered the last recent check.
+    pub fn database_up(&self) -> bool {
+        self.current().is_some_and(|f| f.database)
+    }
+
+    /// Checks every [`CHECK_EVERY`] until `shutdown`. `db` should be a pool
+    /// of its own (see the module docs).
+    pub async fn watch(self, db: Db, progress: Arc<Progress>, shutdown: CancellationToken) {
+        loop {
+            let finding = check(&db, progress.applied_seq()).await;
+            self.set(finding);
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(CHECK_EVERY) => {}
+            }
+        }
+    }
+}
+
+async fn check(db: &Db, applied: i64) -> Finding {
+    let backlog = tokio::time::timeout(CHECK_TIMEOUT, outbox::backlog(db, applied))
+        .await
+        .ok()
+        .and_then(Result::ok);
+    // The backlog query answering is the ping; a database that answers a
+    // ping but not it (a missing table) is still up.
+    let database = backlog.is_some()
+        || matches!(
+            tokio::time::timeout(CHECK_TIMEOUT, db.ping()).await,
+            Ok(Ok(()))
+        );
+    Finding {
+        database,
+        backlog,
+        at: Instant::now(),
+    }
+}
