@@ -93,6 +93,7 @@ impl App {
                 )),
                 writer_memory: args.store.writer_memory(),
                 input: args.input_limits(),
+                request_timeout: args.limits().timeout,
             },
             indexer,
             health_db,

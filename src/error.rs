@@ -58,6 +58,10 @@ pub enum Error {
     #[error("index error")]
     Index(#[from] tantivy::TantivyError),
 
+    /// A search ran out of its time budget (the request timeout).
+    #[error("the search took too long; try again")]
+    SearchTimedOut,
+
     #[error("search worker failed")]
     Join(#[from] tokio::task::JoinError),
 
@@ -115,6 +119,7 @@ impl Error {
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::RedisUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Error::SearchTimedOut => StatusCode::SERVICE_UNAVAILABLE,
             e if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -132,6 +137,7 @@ impl Error {
             Error::Conflict(_) => "conflict",
             Error::Unprocessable(_) => "unprocessable",
             Error::RedisUnavailable(_) => "redis_unavailable",
+            Error::SearchTimedOut => "timeout",
             e if e.is_unavailable() => "database_unavailable",
             _ => "internal",
         }
@@ -159,5 +165,14 @@ impl IntoResponse for Error {
             },
         };
         (status, Json(body)).into_response()
+    }
+}
+
+impl From<crate::index::search::SearchError> for Error {
+    fn from(e: crate::index::search::SearchError) -> Error {
+        match e {
+            crate::index::search::SearchError::Stopped => Error::SearchTimedOut,
+            crate::index::search::SearchError::Index(e) => Error::Index(e),
+        }
     }
 }

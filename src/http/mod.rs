@@ -49,6 +49,9 @@ pub struct AppState {
     /// Index writer memory for rebuilds started over HTTP.
     pub writer_memory: usize,
     pub input: InputLimits,
+    /// How long a request may take: a search stops its work at this
+    /// deadline even if nothing else stops it.
+    pub request_timeout: Duration,
 }
 
 /// The OpenAPI document's frame; the paths come from the handlers.

@@ -346,15 +346,22 @@ async fn search_handler(
         let index_time = index_time.clone();
         // The answer is as fresh as the watermark read just before this.
         let computed_at_ms = crate::db::now_ms();
+        // The search stops when this future is dropped (the request timed
+        // out or its client hung up) or at the request's deadline, instead
+        // of finishing work nobody reads.
+        let budget = search::Budget::until(started + state.request_timeout);
         async move {
+            let stop = budget.stop_on_drop();
             let (response, request) = tokio::task::spawn_blocking(move || {
                 let _enter = span.enter();
                 let started = Instant::now();
-                let result = search::search(&generation, &request).map(|r| (r, request));
+                let result =
+                    search::search_budgeted(&generation, &request, &budget).map(|r| (r, request));
                 *index_time.lock().expect("timing lock") = Some(started.elapsed());
                 result
             })
             .await??;
+            stop.disarm();
             let next_cursor = match response.hits.last() {
                 Some(last) if response.hits.len() == request.limit => {
                     Some(encode_cursor(last.rank, &request, &key))

@@ -57,6 +57,9 @@ pub struct Generation {
     pub fields: Fields,
     /// Exact totals of queries per segment (see `search`).
     pub totals: SegmentTotals,
+    /// Documents searches have read in this generation: the work counter
+    /// that shows a stopped search stopped.
+    pub scanned: std::sync::atomic::AtomicU64,
 }
 
 /// (segment, its deleted-document count, query) → matching documents.
@@ -106,6 +109,7 @@ impl Generation {
             reader,
             fields,
             totals: moka::sync::Cache::new(100_000),
+            scanned: Default::default(),
         })
     }
 

@@ -13,12 +13,19 @@
 //! of a segment is final as soon as a match is older than the k-th best; the
 //! rest of the segment is only counted. Large segments are cut in two halves
 //! scanned in parallel (a scorer can `seek` to the middle), because one merged
-//! segment would otherwise leave a core idle.
+//! segment would otherwise leave a core idle. A time filter (`from`, `to`)
+//! is a contiguous range of each sorted segment: only that range is read.
+//!
+//! A search can be stopped: its [`Budget`] is checked every few thousand
+//! documents, so a request that timed out or whose client left stops using
+//! a core within microseconds instead of finishing a scan nobody reads.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use rayon::prelude::*;
 use tantivy::query::{
@@ -321,6 +328,83 @@ fn single_term(fields: &Fields, request: &Request) -> Option<Term> {
     }
 }
 
+/// Documents a scan reads between two looks at its [`Budget`]: a look is
+/// an atomic load and a clock read, a document is tens of nanoseconds.
+const BUDGET_EVERY_DOCS: u32 = 4096;
+
+/// When a search must stop: the request that wanted it is gone, or its
+/// deadline passed. Cloned into the blocking task; the request side keeps
+/// a [`StopOnDrop`], so a future dropped by a timeout or by a client that
+/// hung up stops the work it started.
+#[derive(Clone, Debug, Default)]
+pub struct Budget {
+    stop: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+}
+
+impl Budget {
+    /// No deadline; stops only when told to.
+    pub fn unlimited() -> Budget {
+        Budget::default()
+    }
+
+    pub fn until(deadline: Instant) -> Budget {
+        Budget {
+            stop: Arc::default(),
+            deadline: Some(deadline),
+        }
+    }
+
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// A guard that stops the search when dropped, unless disarmed.
+    pub fn stop_on_drop(&self) -> StopOnDrop {
+        StopOnDrop(Some(self.clone()))
+    }
+
+    fn exhausted(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    fn check(&self) -> std::result::Result<(), SearchError> {
+        if self.exhausted() {
+            Err(SearchError::Stopped)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Stops its search when dropped; [`StopOnDrop::disarm`] once the answer
+/// is in.
+pub struct StopOnDrop(Option<Budget>);
+
+impl StopOnDrop {
+    pub fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(budget) = &self.0 {
+            budget.stop();
+        }
+    }
+}
+
+/// Why a search gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// Its budget ran out: the deadline passed or nobody waits for it.
+    #[error("the search was stopped: its deadline passed or its client left")]
+    Stopped,
+    #[error(transparent)]
+    Index(#[from] tantivy::TantivyError),
+}
+
 /// What one scanned range of one segment found.
 #[derive(Default)]
 struct Partial {
@@ -330,7 +414,11 @@ struct Partial {
 
 /// Runs a search on one generation. Blocking: call it off the async workers.
 pub fn search(generation: &Generation, request: &Request) -> Result<Response> {
-    search_split(generation, request, SPLIT_DOCS)
+    match search_within(generation, request, &Budget::unlimited(), SPLIT_DOCS) {
+        Ok(response) => Ok(response),
+        Err(SearchError::Index(e)) => Err(e),
+        Err(SearchError::Stopped) => unreachable!("an unlimited budget never runs out"),
+    }
 }
 
 /// [`search`], cutting segments larger than `split_docs` in two halves;
@@ -340,12 +428,63 @@ pub fn search_split(
     request: &Request,
     split_docs: u32,
 ) -> Result<Response> {
+    match search_within(generation, request, &Budget::unlimited(), split_docs) {
+        Ok(response) => Ok(response),
+        Err(SearchError::Index(e)) => Err(e),
+        Err(SearchError::Stopped) => unreachable!("an unlimited budget never runs out"),
+    }
+}
+
+/// [`search`], stopping when `budget` runs out. Blocking.
+pub fn search_budgeted(
+    generation: &Generation,
+    request: &Request,
+    budget: &Budget,
+) -> std::result::Result<Response, SearchError> {
+    search_within(generation, request, budget, SPLIT_DOCS)
+}
+
+/// The doc ids of a sorted (newest first) segment whose `created_at` is
+/// within the filter's bounds: a contiguous range, found by binary search.
+fn time_window(segment: &SegmentReader, filter: &Filter) -> Result<Range<DocId>> {
+    let max = segment.max_doc();
+    if filter.from.is_none() && filter.to.is_none() {
+        return Ok(0..max);
+    }
+    let created = segment.fast_fields().i64("created_at")?;
+    let at = |doc: DocId| created.first(doc).unwrap_or_default();
+    let first_doc_where = |pred: &dyn Fn(i64) -> bool| {
+        // partition_point over doc ids: `pred` is false, then true.
+        let (mut lo, mut hi) = (0, max);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(at(mid)) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    };
+    let start = filter.to.map_or(0, |to| first_doc_where(&|t| t <= to));
+    let end = filter
+        .from
+        .map_or(max, |from| first_doc_where(&|t| t < from));
+    Ok(start..end.max(start))
+}
+
+fn search_within(
+    generation: &Generation,
+    request: &Request,
+    budget: &Budget,
+    split_docs: u32,
+) -> std::result::Result<Response, SearchError> {
+    budget.check()?;
     debug_assert!(!request.keywords.is_empty());
     let searcher = generation.reader.searcher();
     let fields = &generation.fields;
     let scoring = request.sort == Sort::Relevance;
     let query = build_query(fields, request, scoring);
-    let now = request.now;
     let enable = if scoring {
         EnableScoring::enabled_from_searcher(&searcher)
     } else {
@@ -361,26 +500,32 @@ pub fn search_split(
     let mut tasks: Vec<(u32, Range<DocId>, Option<u64>)> = Vec::new();
     let mut keys = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-        let max = segment.max_doc();
+        let window = time_window(segment, &request.filter)?;
         let key = (
             segment.segment_id(),
             segment.num_deleted_docs(),
             counts_key.clone(),
         );
         let known_total = match &term {
-            Some(term) if !segment.has_deletes() && !request.filter.needs_scan_check() => Some(
-                u64::from(segment.inverted_index(term.field())?.doc_freq(term)?),
-            ),
+            Some(term) if !segment.has_deletes() && !request.filter.needs_scan_check() => {
+                Some(u64::from(
+                    segment
+                        .inverted_index(term.field())?
+                        .doc_freq(term)
+                        .map_err(tantivy::TantivyError::from)?,
+                ))
+            }
             _ => generation.totals.get(&key),
         };
         // A known total still leaves the top-k to find: halves keep both
         // cores busy for the orders that cannot stop early. The first half
         // carries the segment's total, the second adds nothing to it.
-        if max > split_docs {
-            tasks.push((ord as u32, 0..max / 2, known_total));
-            tasks.push((ord as u32, max / 2..max, known_total.map(|_| 0)));
+        if window.len() > split_docs as usize {
+            let middle = window.start + (window.end - window.start) / 2;
+            tasks.push((ord as u32, window.start..middle, known_total));
+            tasks.push((ord as u32, middle..window.end, known_total.map(|_| 0)));
         } else {
-            tasks.push((ord as u32, 0..max, known_total));
+            tasks.push((ord as u32, window, known_total));
         }
         keys.push((key, known_total.is_some()));
     }
@@ -388,6 +533,10 @@ pub fn search_split(
         .par_iter()
         .map(|(ord, range, known_total)| {
             let segment = searcher.segment_reader(*ord);
+            let work = Work {
+                budget,
+                scanned: &generation.scanned,
+            };
             scan(
                 &*weight,
                 segment,
@@ -395,10 +544,11 @@ pub fn search_split(
                 range.clone(),
                 *known_total,
                 request,
-                now,
+                work,
             )
         })
-        .collect::<Result<Vec<Partial>>>()?;
+        .collect::<std::result::Result<Vec<Partial>, SearchError>>()?;
+    budget.check()?;
     let mut segment_totals = vec![0u64; keys.len()];
     for ((ord, _, _), partial) in tasks.iter().zip(&partials) {
         segment_totals[*ord as usize] += partial.total;
@@ -425,6 +575,13 @@ pub fn search_split(
     Ok(Response { total, hits })
 }
 
+/// What a scan answers to: when to stop, and where to count its reads.
+#[derive(Clone, Copy)]
+struct Work<'a> {
+    budget: &'a Budget,
+    scanned: &'a std::sync::atomic::AtomicU64,
+}
+
 /// Scans `range` of one segment: counts every match and keeps the best k.
 /// `known_total` is the segment's total when the postings already say it;
 /// the scan then stops as soon as the top-k is final.
@@ -435,8 +592,14 @@ fn scan(
     range: Range<DocId>,
     known_total: Option<u64>,
     request: &Request,
-    now: i64,
-) -> Result<Partial> {
+    work: Work,
+) -> std::result::Result<Partial, SearchError> {
+    let Work {
+        budget,
+        scanned: scanned_counter,
+    } = work;
+    budget.check()?;
+    let now = request.now;
     let k = request.offset + request.limit;
     let mut scorer = weight.scorer(segment, 1.0)?;
     let created = segment.fast_fields().i64("created_at")?;
@@ -450,12 +613,23 @@ fn scan(
     let mut top: BinaryHeap<Reverse<(Rank, DocId)>> = BinaryHeap::with_capacity(k + 1);
     let mut total: u64 = 0;
     let mut collecting = k > 0;
+    let mut scanned: u64 = 0;
+    let mut until_look: u32 = BUDGET_EVERY_DOCS;
     let mut doc = scorer.doc();
     if doc < range.start {
         doc = scorer.seek(range.start);
     }
     while doc < range.end {
         debug_assert!(doc != TERMINATED);
+        scanned += 1;
+        until_look -= 1;
+        if until_look == 0 {
+            until_look = BUDGET_EVERY_DOCS;
+            if budget.exhausted() {
+                scanned_counter.fetch_add(scanned, Ordering::Relaxed);
+                return Err(SearchError::Stopped);
+            }
+        }
         if alive.is_some_and(|a| a.is_deleted(doc)) {
             doc = scorer.advance();
             continue;
@@ -505,6 +679,7 @@ fn scan(
         }
         doc = scorer.advance();
     }
+    scanned_counter.fetch_add(scanned, Ordering::Relaxed);
     Ok(Partial {
         total: known_total.unwrap_or(total),
         top: top

@@ -303,3 +303,54 @@ async fn cursor_secrets_are_generated_once_and_shared() {
     replica.finish().await;
     app.finish().await;
 }
+
+/// A search whose request timed out stops working: the index's counter of
+/// documents read moves by a fraction of what the same search reads when
+/// it runs to the end. Before, the blocking scan ran on after the 503 and
+/// read every document.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_that_timed_out_stops_reading_documents() {
+    use chaja::index::search::{search, Request, Sort};
+    use chaja::text::parse_query;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    // Every request times out after a millisecond, so the setup is SQL.
+    let app = crate::helpers::spawn_app_with(Store::Sqlite, |a| a.request_timeout_ms = 1).await;
+    app.sql("INSERT INTO users (name) VALUES ('u')").await;
+    let rows = 20_000;
+    for batch in 0..rows / 500 {
+        let values: Vec<String> = (0..500)
+            .map(|i| format!("(1, '작업 {}', '측정 대상 본문')", batch * 500 + i))
+            .collect();
+        app.sql(&format!(
+            "INSERT INTO questions (author_id, title, content) VALUES {}",
+            values.join(",")
+        ))
+        .await;
+    }
+    app.wait_indexed().await;
+    let generation = app.state.index.live();
+    let scanned = || generation.scanned.load(Ordering::Relaxed);
+
+    // Oldest first cannot stop early: the whole search reads every match.
+    let mut request = Request::newest_first(parse_query("측정 대상"), 10);
+    request.sort = Sort::Oldest;
+    let before = scanned();
+    let whole = search(&generation, &request).unwrap();
+    assert_eq!(whole.total, rows);
+    let full = scanned() - before;
+    assert!(full >= rows, "{full}");
+
+    let before = scanned();
+    let (status, body) = app.get("/api/search?q=측정%20대상&sort=oldest").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    // Time for a scan that went on regardless to finish.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after_timeout = scanned() - before;
+    assert!(
+        after_timeout < full / 2,
+        "the timed-out search read {after_timeout} documents; a whole one reads {full}"
+    );
+    app.finish().await;
+}
