@@ -268,6 +268,20 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_MAX_IN_FLIGHT", default_value_t = 1024)]
     pub max_in_flight: usize,
 
+    /// Requests one client may have in flight at once; more get a 429.
+    /// 0 turns the cap off. Loopback clients are never capped.
+    #[arg(long, env = "CHAJA_MAX_IN_FLIGHT_PER_CLIENT", default_value_t = 64)]
+    pub max_in_flight_per_client: usize,
+
+    /// Reverse proxies (addresses or CIDR blocks, comma-separated) whose
+    /// record of the client is believed; empty: the peer is the client.
+    #[arg(long, env = "CHAJA_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: crate::http::client::ProxyList,
+
+    /// The header trusted proxies record the client in.
+    #[arg(long, env = "CHAJA_CLIENT_IP_HEADER", value_enum, default_value_t = crate::http::client::ForwardedHeader::XForwardedFor)]
+    pub client_ip_header: crate::http::client::ForwardedHeader,
+
     /// This replica's name in `search_replicas`; default: derived from the
     /// index directory, so it is stable across restarts.
     #[arg(long, env = "CHAJA_REPLICA_ID")]
@@ -341,7 +355,12 @@ impl ServeArgs {
                 self.write_key.clone().or_else(|| self.api_key.clone()),
                 self.admin_key.clone(),
             ),
+            clients: crate::http::client::ClientResolver::new(
+                self.trusted_proxies.clone(),
+                self.client_ip_header,
+            ),
             rate_per_second: self.rate_limit,
+            in_flight_per_client: self.max_in_flight_per_client,
             timeout: Duration::from_millis(self.request_timeout_ms.max(1)),
             max_in_flight: self.max_in_flight.max(1),
         }

@@ -45,6 +45,11 @@ pub enum Error {
     #[error("too many requests from this client; slow down")]
     TooManyRequests,
 
+    /// The client already has `CHAJA_MAX_IN_FLIGHT_PER_CLIENT` requests
+    /// running.
+    #[error("too many requests in flight from this client; wait for one to finish")]
+    TooManyInFlight,
+
     #[error("{0}")]
     Conflict(String),
 
@@ -115,7 +120,7 @@ impl Error {
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
             Error::Forbidden => StatusCode::FORBIDDEN,
             Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Error::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Error::TooManyRequests | Error::TooManyInFlight => StatusCode::TOO_MANY_REQUESTS,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::RedisUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -134,6 +139,7 @@ impl Error {
             Error::Forbidden => "forbidden",
             Error::PayloadTooLarge => "payload_too_large",
             Error::TooManyRequests => "rate_limited",
+            Error::TooManyInFlight => "too_many_in_flight",
             Error::Conflict(_) => "conflict",
             Error::Unprocessable(_) => "unprocessable",
             Error::RedisUnavailable(_) => "redis_unavailable",

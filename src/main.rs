@@ -8,8 +8,19 @@ use chaja::config::{Cli, Command, DictCommand};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Settings from `./.env`, under any already in the environment; only
+    // the working directory's file, never one found in a parent directory.
+    let dotenv = match dotenvy::from_path(".env") {
+        Err(dotenvy::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+        other => Some(other),
+    };
     let cli = Cli::parse();
     chaja::telemetry::init(&cli.log_format);
+    match dotenv {
+        Some(Ok(())) => tracing::info!("read settings from ./.env"),
+        Some(Err(e)) => anyhow::bail!("reading ./.env: {e}"),
+        None => {}
+    }
     match cli.command {
         Command::Serve(args) => {
             let app = chaja::app::App::build(&args)

@@ -62,6 +62,13 @@ const BUCKETS_PER_WINDOW: i64 = 12;
 /// counted: once a bucket is full, new keywords wait for the next one.
 const BUCKET_CAP: usize = 5_000;
 
+/// Distinct keywords one client can add to a bucket: past it, the client's
+/// searches are not counted until the next bucket. A script sending
+/// random queries then moves at most this many counts per bucket, and
+/// leaves at most this many marks; IPv6 clients are keyed by their /64
+/// (see `http::client`), so one machine is one client.
+const CLIENT_CAP: u64 = 30;
+
 /// Once-per-client marks kept in process, per window; past that many
 /// (client, keyword) pairs moka evicts some, and those may count again.
 const LOCAL_MARKS: u64 = 200_000;
@@ -213,7 +220,9 @@ impl Store {
                     .arg(&event.keyword)
                     .arg(&client)
                     .arg(event.at_ms)
-                    .arg(BUCKET_CAP);
+                    .arg(BUCKET_CAP)
+                    .arg(client_hash(event.client, ""))
+                    .arg(CLIENT_CAP);
                 for (name, width) in Window::ALL.map(|w| (w.name(), w.width_ms())) {
                     script.arg(name).arg(width).arg(width / BUCKETS_PER_WINDOW);
                 }
@@ -232,20 +241,27 @@ fn client_hash(client: IpAddr, keyword: &str) -> String {
 }
 
 /// For each window: count the keyword unless this client was counted for it
-/// within the window, or the bucket already holds `cap` other keywords (so
-/// a flood of distinct queries can neither grow a bucket nor leave a mark
+/// within the window, the client already added `client_cap` keywords to
+/// this bucket, or the bucket already holds `cap` other keywords (so a
+/// flood of distinct queries can neither grow a bucket nor leave a mark
 /// per query). Key names are built in the script: single-node Redis only.
 static RECORD: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
     redis::Script::new(
         r"
 local prefix, keyword, client, now, cap = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-for i = 6, #ARGV, 3 do
+local who, client_cap = ARGV[6], tonumber(ARGV[7])
+for i = 8, #ARGV, 3 do
   local name, width, bucket = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local key = prefix .. 'trend:' .. name .. ':' .. math.floor(now / bucket)
-  if redis.call('ZCARD', key) < cap or redis.call('ZSCORE', key, keyword) then
+  local index = math.floor(now / bucket)
+  local key = prefix .. 'trend:' .. name .. ':' .. index
+  local budget = prefix .. 'trend:client:' .. name .. ':' .. index .. ':' .. who
+  if (redis.call('ZCARD', key) < cap or redis.call('ZSCORE', key, keyword))
+    and tonumber(redis.call('GET', budget) or '0') < client_cap then
     if redis.call('SET', prefix .. 'trend:seen:' .. name .. ':' .. client, '1', 'NX', 'PX', width) then
       redis.call('ZINCRBY', key, 1, keyword)
       redis.call('PEXPIRE', key, width + 2 * bucket)
+      redis.call('INCR', budget)
+      redis.call('PEXPIRE', budget, 2 * bucket)
     end
   end
 end
@@ -277,11 +293,14 @@ struct Local {
     buckets: HashMap<&'static str, BTreeMap<i64, HashMap<String, u64>>>,
     /// window → (client, keyword) hashes → when the mark expires.
     seen: HashMap<&'static str, moka::sync::Cache<String, i64>>,
+    /// window → client hash → (bucket, keywords it added to that bucket).
+    added: HashMap<&'static str, moka::sync::Cache<String, (i64, u64)>>,
 }
 
 impl Local {
     fn record(&mut self, event: &Event) {
         let client = client_hash(event.client, &event.keyword);
+        let who = client_hash(event.client, "");
         let now = event.at_ms;
         for (name, width) in Window::ALL.map(|w| (w.name(), w.width_ms())) {
             let bucket = width / BUCKETS_PER_WINDOW;
@@ -301,6 +320,21 @@ impl Local {
             if seen.get(&client).is_some_and(|until| until > now) {
                 continue;
             }
+            let added = self.added.entry(name).or_insert_with(|| {
+                moka::sync::Cache::builder()
+                    .max_capacity(LOCAL_MARKS)
+                    .time_to_live(Duration::from_millis(2 * bucket as u64))
+                    .build()
+            });
+            let this_bucket = now / bucket;
+            let so_far = match added.get(&who) {
+                Some((b, n)) if b == this_bucket => n,
+                _ => 0,
+            };
+            if so_far >= CLIENT_CAP {
+                continue;
+            }
+            added.insert(who.clone(), (this_bucket, so_far + 1));
             seen.insert(client.clone(), now + width);
             *counts.entry(event.keyword.clone()).or_default() += 1;
         }

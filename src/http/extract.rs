@@ -1,10 +1,10 @@
 //! axum's extractors, with their rejections turned into the API's JSON error.
 
 use std::convert::Infallible;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::extract::{ConnectInfo, FromRequest, FromRequestParts};
+use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::request::Parts;
 
 use crate::error::Error;
@@ -67,14 +67,15 @@ impl From<PathRejection> for Error {
     }
 }
 
-/// The peer's address, when the server was started with connect info.
+/// The client's key (see `client::Client`), as the guard resolved it:
+/// through trusted proxies, IPv6 cut to its /64.
 pub struct ClientIp(pub Option<IpAddr>);
 
 impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let addr = parts.extensions.get::<ConnectInfo<SocketAddr>>();
-        Ok(ClientIp(addr.map(|ConnectInfo(addr)| addr.ip())))
+        let client = parts.extensions.get::<super::client::Client>();
+        Ok(ClientIp(client.map(|c| c.key)))
     }
 }

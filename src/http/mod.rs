@@ -2,6 +2,7 @@
 //! writes, which go to the database only.
 
 pub mod admin;
+pub mod client;
 mod extract;
 pub mod health;
 pub mod ops;
@@ -205,8 +206,12 @@ impl Default for InputLimits {
 #[derive(Clone, Debug)]
 pub struct Limits {
     pub keys: Keys,
-    /// Requests per second per client IP; 0 is no limit.
+    /// Who a request comes from (trusted proxies).
+    pub clients: client::ClientResolver,
+    /// Requests per second per client; 0 is no limit.
     pub rate_per_second: u32,
+    /// Requests in flight per client; 0 is no limit.
+    pub in_flight_per_client: usize,
     pub timeout: Duration,
     /// Requests in flight before new ones get a 503.
     pub max_in_flight: usize,
@@ -216,7 +221,9 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             keys: Keys::default(),
+            clients: client::ClientResolver::default(),
             rate_per_second: 0,
+            in_flight_per_client: 0,
             timeout: Duration::from_secs(10),
             max_in_flight: 1024,
         }
@@ -226,7 +233,12 @@ impl Default for Limits {
 pub fn router(state: AppState, limits: &Limits) -> Router {
     let body_limit = state.input.max_body_bytes;
     prometheus::install();
-    let guard = ops::Guard::new(limits.keys.clone(), limits.rate_per_second);
+    let guard = ops::Guard::new(
+        limits.keys.clone(),
+        limits.clients.clone(),
+        limits.rate_per_second,
+        limits.in_flight_per_client,
+    );
     let (routes, api) = api().split_for_parts();
     let api = Arc::new(document(api, &state.input));
     routes

@@ -1,11 +1,12 @@
-//! What operators expect around every request: keys by scope, a
-//! per-client rate limit, request metrics, and shedding load with a 503
-//! instead of queueing without bound.
+//! What operators expect around every request: keys by scope, per-client
+//! limits (a rate, and requests in flight), request metrics, and shedding
+//! load with a 503 instead of queueing without bound.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
@@ -15,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::BoxError;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
+use super::client::ClientResolver;
 use crate::error::Error;
 
 /// The keys by scope. Each guards its own scope only: the admin key does
@@ -84,7 +86,7 @@ enum Refusal {
 fn check(
     keys: &Keys,
     scope: Scope,
-    peer: Option<IpAddr>,
+    client: Option<IpAddr>,
     given: Option<&str>,
 ) -> Result<(), Refusal> {
     let key = match scope {
@@ -94,7 +96,7 @@ fn check(
         Scope::Admin => &keys.admin,
     };
     let Some(key) = key else {
-        let on_this_machine = peer.is_some_and(|ip| ip.to_canonical().is_loopback());
+        let on_this_machine = client.is_some_and(|ip| ip.to_canonical().is_loopback());
         return match scope {
             Scope::Admin if !on_this_machine => Err(Refusal::Wrong),
             _ => Ok(()),
@@ -113,13 +115,22 @@ fn check(
 #[derive(Clone)]
 pub struct Guard {
     keys: Keys,
+    resolver: ClientResolver,
     limiter: Option<Arc<Limiter>>,
+    in_flight: Option<Arc<InFlight>>,
 }
 
 impl Guard {
-    /// `per_second` requests per client IP, bursts up to twice that; 0 turns
-    /// the limit off.
-    pub fn new(keys: Keys, per_second: u32) -> Guard {
+    /// `per_second` requests per client, bursts up to twice that; 0 turns
+    /// the limit off. `in_flight_per_client` requests at once per client;
+    /// 0 turns that cap off. Loopback clients are never limited, so a load
+    /// test on the same machine measures the server.
+    pub fn new(
+        keys: Keys,
+        resolver: ClientResolver,
+        per_second: u32,
+        in_flight_per_client: usize,
+    ) -> Guard {
         let limiter = NonZeroU32::new(per_second).map(|rate| {
             let burst = rate.saturating_mul(NonZeroU32::new(2).expect("2 is not zero"));
             Arc::new(Limiter {
@@ -127,13 +138,68 @@ impl Guard {
                 pruned_at_ms: AtomicI64::new(crate::db::now_ms()),
             })
         });
-        Guard { keys, limiter }
+        let in_flight = (in_flight_per_client > 0).then(|| {
+            Arc::new(InFlight {
+                cap: in_flight_per_client,
+                clients: Mutex::default(),
+            })
+        });
+        Guard {
+            keys,
+            resolver,
+            limiter,
+            in_flight,
+        }
+    }
+}
+
+/// Requests in flight per client. A map of counters under a mutex, written
+/// by hand because it is this small: an entry exists only while its client
+/// has a request in flight, so its size is bounded by the global in-flight
+/// limit, and the lock is held for one increment or decrement.
+struct InFlight {
+    cap: usize,
+    clients: Mutex<HashMap<IpAddr, usize>>,
+}
+
+impl InFlight {
+    /// A slot for `client`, or `None` when it already has `cap` in flight.
+    fn enter(self: &Arc<Self>, client: IpAddr) -> Option<InFlightSlot> {
+        let mut clients = self.clients.lock().expect("in-flight lock");
+        let count = clients.entry(client).or_insert(0);
+        if *count >= self.cap {
+            return None;
+        }
+        *count += 1;
+        Some(InFlightSlot {
+            table: self.clone(),
+            client,
+        })
+    }
+}
+
+/// Gives its slot back when the request finishes or is dropped.
+struct InFlightSlot {
+    table: Arc<InFlight>,
+    client: IpAddr,
+}
+
+impl Drop for InFlightSlot {
+    fn drop(&mut self) {
+        let mut clients = self.table.clients.lock().expect("in-flight lock");
+        if let Some(count) = clients.get_mut(&self.client) {
+            *count -= 1;
+            if *count == 0 {
+                clients.remove(&self.client);
+            }
+        }
     }
 }
 
 /// The per-client rate limiter, with its state pruned: every client that
 /// ever sent a request would otherwise keep an entry for good.
 struct Limiter {
+    /// Keyed by `Client::key`.
     clients: DefaultKeyedRateLimiter<IpAddr>,
     pruned_at_ms: AtomicI64,
 }
@@ -165,39 +231,33 @@ impl Limiter {
     }
 }
 
-pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
-    if let Some(limiter) = &guard.limiter {
-        limiter.prune_if_due();
-        let limiter = &limiter.clients;
-        let ip = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip());
-        if let Some(ip) = ip {
-            if let Err(not_until) = limiter.check_key(&ip) {
-                let wait = not_until.wait_time_from(governor::clock::Clock::now(
-                    &governor::clock::DefaultClock::default(),
-                ));
-                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                let mut response = Error::TooManyRequests.into_response();
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-                return response;
-            }
-        }
-    }
+pub async fn guard(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(addr)| addr.ip());
+    let client = peer.map(|peer| guard.resolver.resolve(peer, request.headers()));
+    if let Some(client) = client {
+        request.extensions_mut().insert(client);
+    }
+    let limited = client.filter(|c| !c.is_loopback());
+    if let (Some(limiter), Some(client)) = (&guard.limiter, limited) {
+        limiter.prune_if_due();
+        if let Err(not_until) = limiter.clients.check_key(&client.key) {
+            let wait = not_until.wait_time_from(governor::clock::Clock::now(
+                &governor::clock::DefaultClock::default(),
+            ));
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            return too_many(Error::TooManyRequests, seconds.max(1));
+        }
+    }
     let given = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     let scope = scope(request.method(), request.uri().path());
-    match check(&guard.keys, scope, peer, given) {
+    match check(&guard.keys, scope, client.map(|c| c.addr), given) {
         Ok(()) => {}
         Err(Refusal::Missing) => {
             let mut response = Error::Unauthorized.into_response();
@@ -208,7 +268,22 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
         }
         Err(Refusal::Wrong) => return Error::Forbidden.into_response(),
     }
+    let _slot = match (&guard.in_flight, limited) {
+        (Some(in_flight), Some(client)) => match in_flight.enter(client.key) {
+            Some(slot) => Some(slot),
+            None => return too_many(Error::TooManyInFlight, 1),
+        },
+        _ => None,
+    };
     next.run(request).await
+}
+
+fn too_many(error: Error, retry_after_seconds: u64) -> Response {
+    let mut response = error.into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_seconds));
+    response
 }
 
 /// Latency histogram and count by route, method and status.
@@ -301,7 +376,7 @@ mod tests {
 
     #[test]
     fn the_rate_limiter_forgets_clients_whose_quota_refilled() {
-        let guard = Guard::new(Keys::default(), 1000);
+        let guard = Guard::new(Keys::default(), ClientResolver::default(), 1000, 0);
         let limiter = guard.limiter.expect("a limit is set");
         for i in 0..1000u32 {
             let ip = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i));

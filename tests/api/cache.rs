@@ -381,6 +381,32 @@ async fn trending_windows_in_redis() {
     trending_windows(Trending::new(Some(redis), 2)).await;
 }
 
+/// One client sending many distinct queries adds at most 30 keywords to a
+/// bucket; other clients still count.
+async fn trending_caps_each_client(trending: Trending) {
+    let now = chaja::db::now_ms();
+    for i in 0..100 {
+        trending.record_at(&format!("스팸 {i:03}"), ip("10.9.9.9"), now);
+    }
+    trending.record_at("정상 검색", ip("10.0.0.1"), now);
+    trending.flush().await;
+    let top = trending.top_at(Window::TenMinutes, 100, now).await.unwrap();
+    assert_eq!(top.len(), 31, "{top:?}");
+    assert!(top.iter().any(|t| t.keyword == "정상 검색"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trending_caps_each_client_in_process() {
+    trending_caps_each_client(Trending::new(None, 2)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trending_caps_each_client_in_redis() {
+    let prefix = format!("chaja-test-{:016x}", rand::random::<u64>());
+    let redis = RedisTier::new(&redis_url(), &prefix, Duration::from_millis(200)).unwrap();
+    trending_caps_each_client(Trending::new(Some(redis), 2)).await;
+}
+
 /// Over HTTP, from several client addresses: ranks, once per client, first
 /// pages only, and no keyword shorter than two characters.
 async fn trending_over_http(redis: bool) {

@@ -124,6 +124,9 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         rate_limit: 0,
         request_timeout_ms: 10_000,
         max_in_flight: 1024,
+        max_in_flight_per_client: 0,
+        trusted_proxies: Default::default(),
+        client_ip_header: Default::default(),
         max_query_chars: 100,
         max_size: 100,
         max_depth: 10_000,
@@ -379,7 +382,19 @@ impl Server {
     }
 
     pub fn start_logged(envs: &[(&str, String)], log: Option<std::fs::File>) -> Server {
+        Server::start_in(None, envs, log)
+    }
+
+    /// In working directory `dir`, when given.
+    pub fn start_in(
+        dir: Option<&std::path::Path>,
+        envs: &[(&str, String)],
+        log: Option<std::fs::File>,
+    ) -> Server {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chaja"));
+        if let Some(dir) = dir {
+            command.current_dir(dir);
+        }
         command
             .arg("serve")
             .env("RUST_LOG", "info,tantivy=info")

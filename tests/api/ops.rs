@@ -115,12 +115,23 @@ async fn random_methods_do_not_grow_the_metric_series() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_over_its_rate_gets_429_with_retry_after() {
-    let app = spawn_app_with(Store::Sqlite, |a| a.rate_limit = 2).await;
+    // The client is 203.0.113.5, as a trusted proxy on loopback says:
+    // loopback clients themselves are never limited.
+    let app = spawn_app_with(Store::Sqlite, |a| {
+        a.rate_limit = 2;
+        a.trusted_proxies = "127.0.0.1".parse().unwrap();
+    })
+    .await;
+    for _ in 0..20 {
+        let (status, _) = app.get("/api/search?q=a").await;
+        assert_eq!(status, StatusCode::OK, "loopback is never rate limited");
+    }
     let mut limited = None;
     for _ in 0..20 {
         let response = app
             .client
             .get(app.url("/api/search?q=a"))
+            .header("x-forwarded-for", "203.0.113.5")
             .send()
             .await
             .unwrap();
@@ -397,4 +408,165 @@ async fn probes_never_take_a_write_connection(store: Store) {
         assert_eq!(probe.await.unwrap().unwrap(), StatusCode::OK);
     }
     app.finish().await;
+}
+
+/// `CHAJA_MAX_IN_FLIGHT_PER_CLIENT`: a client with that many requests
+/// running gets a 429 for the next, while other clients and loopback go on.
+/// Clients are told apart through a trusted proxy on loopback; the requests
+/// stay in flight because the test holds the only database connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_with_too_many_requests_in_flight_gets_429() {
+    let app = spawn_app_with(Store::Sqlite, |a| {
+        a.max_in_flight_per_client = 2;
+        a.trusted_proxies = "127.0.0.1".parse().unwrap();
+        a.store.db_pool = Some(1);
+    })
+    .await;
+    let held = app.state.db.pool.acquire().await.unwrap();
+    let write = |from: Option<&'static str>| {
+        let mut request = app
+            .client
+            .post(app.url("/api/users"))
+            .json(&json!({ "name": "대기" }));
+        if let Some(from) = from {
+            request = request.header("x-forwarded-for", from);
+        }
+        tokio::spawn(async move { request.send().await.unwrap().status() })
+    };
+    let waiting: Vec<_> = (0..2).map(|_| write(Some("203.0.113.5"))).collect();
+    let local: Vec<_> = (0..4).map(|_| write(None)).collect();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // The third from the same client is refused at once...
+    let refused = app
+        .client
+        .post(app.url("/api/users"))
+        .header("x-forwarded-for", "203.0.113.5")
+        .json(&json!({ "name": "세 번째" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "too_many_in_flight");
+    // ...another client's is not.
+    let other = app
+        .client
+        .get(app.url("/healthz"))
+        .header("x-forwarded-for", "203.0.113.6")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), StatusCode::OK);
+    drop(held);
+    for task in waiting.into_iter().chain(local) {
+        assert_eq!(task.await.unwrap(), StatusCode::CREATED);
+    }
+    // Slots are given back: the client can send again.
+    let again = app
+        .client
+        .post(app.url("/api/users"))
+        .header("x-forwarded-for", "203.0.113.5")
+        .json(&json!({ "name": "다시" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::CREATED);
+    app.finish().await;
+}
+
+/// Behind a reverse proxy on the same machine, admin is not open to the
+/// whole internet: with the proxy trusted, the client is whoever the proxy
+/// says, and a remote client is refused. Without trust, a forged header
+/// from a remote client changes nothing (checked in `http::client`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_proxy_on_loopback_does_not_make_everyone_loopback() {
+    let app = spawn_app_with(Store::Sqlite, |a| {
+        a.trusted_proxies = "127.0.0.1".parse().unwrap();
+    })
+    .await;
+    let via_proxy = app
+        .client
+        .get(app.url("/metrics"))
+        .header("x-forwarded-for", "198.51.100.20")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(via_proxy.status(), StatusCode::FORBIDDEN);
+    let local = app
+        .client
+        .get(app.url("/metrics"))
+        .header("x-forwarded-for", "127.0.0.1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(local.status(), StatusCode::OK);
+    app.finish().await;
+}
+
+/// `.env` in the working directory is read, under the real environment;
+/// one in a parent directory is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dotenv_is_read_from_the_working_directory_only() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("service");
+    std::fs::create_dir(&dir).unwrap();
+    let port = free_port();
+    std::fs::write(parent.path().join(".env"), "CHAJA_SEARCH_KEY=from-parent\n").unwrap();
+    std::fs::write(
+        dir.join(".env"),
+        format!(
+            "CHAJA_BIND=127.0.0.1:{port}\nDATABASE_URL=sqlite:{db}?mode=rwc\nCHAJA_INDEX_DIR={index}\nCHAJA_KO_DIC=off\nCHAJA_WRITE_KEY=from-dotenv\nCHAJA_ADMIN_KEY=from-dotenv\n",
+            db = dir.join("chaja.db").display(),
+            index = dir.join("index").display(),
+        ),
+    )
+    .unwrap();
+    let _server = Server::start_in(
+        Some(&dir),
+        &[("CHAJA_ADMIN_KEY", "from-environment".to_owned())],
+        None,
+    );
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while client.get(format!("{base}/healthz")).send().await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let write = client
+        .post(format!("{base}/api/users"))
+        .json(&json!({ "name": "u" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        write.status(),
+        StatusCode::UNAUTHORIZED,
+        "the write key came from .env"
+    );
+    let search = client
+        .get(format!("{base}/api/search?q=a"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        search.status(),
+        StatusCode::OK,
+        "the parent's .env was not read"
+    );
+    let metrics = |key: &'static str| {
+        client
+            .get(format!("{base}/metrics"))
+            .bearer_auth(key)
+            .send()
+    };
+    assert_eq!(
+        metrics("from-environment").await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        metrics("from-dotenv").await.unwrap().status(),
+        StatusCode::FORBIDDEN
+    );
 }
