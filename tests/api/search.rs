@@ -354,3 +354,85 @@ async fn a_search_that_timed_out_stops_reading_documents() {
     );
     app.finish().await;
 }
+
+/// A 16 MiB row written by another program is searched with bounded memory:
+/// the server's peak resident memory, reset after indexing, grows by far
+/// less than the 256 MB one snippet of the whole text used to cost (its
+/// offset map was 16 bytes per byte). Measured on the real binary through
+/// /proc (`clear_refs` resets the peak).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sixteen_mib_row_is_searched_with_bounded_memory() {
+    use crate::helpers::{free_port, Server};
+    use std::time::{Duration, Instant};
+
+    let app = spawn_app(Store::Sqlite).await;
+    let user = app.create_user("u").await;
+    let unit = "가나다라 마바사 ";
+    let filler = unit.repeat((16 << 20) / unit.len() + 1);
+    let content = format!("첫말 {filler} 끝말");
+    assert!(content.len() >= 16 << 20);
+    sqlx::query("INSERT INTO questions (author_id, title, content) VALUES (?, '큰 행', ?)")
+        .bind(user)
+        .bind(&content)
+        .execute(&app.db().pool)
+        .await
+        .unwrap();
+    drop(content);
+    // The app stays up: its temporary directory holds the database.
+    let url = app.args.store.database_url.clone();
+
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let server = Server::start(&[
+        ("DATABASE_URL", url),
+        ("CHAJA_INDEX_DIR", dir.path().display().to_string()),
+        ("CHAJA_BIND", format!("127.0.0.1:{port}")),
+        ("CHAJA_KO_DIC", "off".to_owned()),
+    ]);
+    let pid = server.0.id();
+    let client = reqwest::Client::new();
+    let search = |q: &str, extra: &str| {
+        client
+            .get(format!("http://127.0.0.1:{port}/api/search?q={q}{extra}"))
+            .send()
+    };
+    let deadline = Instant::now() + Duration::from_secs(900);
+    loop {
+        if let Ok(r) = search("%ED%81%B0%20%ED%96%89", "").await {
+            if r.json::<serde_json::Value>().await.unwrap()["total"] == 1 {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "the big row was never indexed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let status_kb = |field: &str| -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+    let before = status_kb("VmRSS:");
+    // Matches at the start and past the highlighted prefix, each a new
+    // computation (distinct `from`), so every one loads and highlights it.
+    for (i, q) in ["%EC%B2%AB%EB%A7%90", "%EB%81%9D%EB%A7%90"]
+        .iter()
+        .enumerate()
+    {
+        for j in 0..3 {
+            let from = format!("&from=2000-01-0{}T00:00:0{}Z", i + 1, j);
+            let r = search(q, &from).await.unwrap();
+            let body: serde_json::Value = r.json().await.unwrap();
+            assert_eq!(body["total"], 1, "{body}");
+            assert!(body["hits"][0]["snippet"].as_str().unwrap().len() < 2048);
+        }
+    }
+    let grown_mb = status_kb("VmHWM:").saturating_sub(before) / 1024;
+    eprintln!("peak memory grew by {grown_mb} MB");
+    assert!(
+        grown_mb < 128,
+        "peak memory grew by {grown_mb} MB while searching a 16 MiB row"
+    );
+    drop(server);
+    app.finish().await;
+}
