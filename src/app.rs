@@ -94,6 +94,9 @@ impl App {
                 writer_memory: args.store.writer_memory(),
                 input: args.input_limits(),
                 request_timeout: args.limits().timeout,
+                heavy_searches: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                    args.heavy_searches(),
+                )),
             },
             indexer,
             health_db,

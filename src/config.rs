@@ -268,6 +268,12 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_MAX_IN_FLIGHT", default_value_t = 1024)]
     pub max_in_flight: usize,
 
+    /// Heavy searches (a time filter, or a page past the first) that run at
+    /// once; the rest wait their turn within the request timeout. Default:
+    /// half the cores, at least one.
+    #[arg(long, env = "CHAJA_HEAVY_SEARCHES")]
+    pub heavy_searches: Option<usize>,
+
     /// Requests one client may have in flight at once; more get a 429.
     /// 0 turns the cap off. Loopback clients are never capped.
     #[arg(long, env = "CHAJA_MAX_IN_FLIGHT_PER_CLIENT", default_value_t = 64)]
@@ -346,6 +352,14 @@ impl ServeArgs {
             max_content_chars: self.max_content_chars.max(1),
             max_body_bytes: self.max_body_bytes.max(1024),
         }
+    }
+
+    pub fn heavy_searches(&self) -> usize {
+        self.heavy_searches
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, |n| n.get() / 2)
+            })
+            .max(1)
     }
 
     pub fn limits(&self) -> crate::http::Limits {

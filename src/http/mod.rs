@@ -53,6 +53,8 @@ pub struct AppState {
     /// How long a request may take: a search stops its work at this
     /// deadline even if nothing else stops it.
     pub request_timeout: Duration,
+    /// The lane heavy searches take turns in (see `search::is_heavy`).
+    pub heavy_searches: Arc<tokio::sync::Semaphore>,
 }
 
 /// The OpenAPI document's frame; the paths come from the handlers.

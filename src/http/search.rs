@@ -239,6 +239,17 @@ pub fn to_request(
     Ok(request)
 }
 
+/// Searches that a cache rarely answers and that may read every match:
+/// a time filter (each `from`/`to` pair is its own cache key and its own
+/// totals), or a page past the first (never cached). They are legitimate,
+/// but a client varying them gets no help from any cache, so they run in a
+/// lane of their own, `CHAJA_HEAVY_SEARCHES` at a time, and cannot take
+/// every core from the searches a search box sends. Cursor pages are not
+/// heavy: newest-first cursor pages stop early like first pages.
+fn is_heavy(request: &Request) -> bool {
+    request.filter.from.is_some() || request.filter.to.is_some() || request.offset > 0
+}
+
 /// What a cursor is bound to: the query and filters, not the page size.
 fn fingerprint(request: &Request) -> String {
     let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
@@ -350,7 +361,14 @@ async fn search_handler(
         // out or its client hung up) or at the request's deadline, instead
         // of finishing work nobody reads.
         let budget = search::Budget::until(started + state.request_timeout);
+        let heavy = is_heavy(&request).then(|| state.heavy_searches.clone());
         async move {
+            // Heavy searches take turns for a few cores (see `is_heavy`);
+            // the wait counts against the request's deadline.
+            let _turn = match heavy {
+                Some(lane) => Some(lane.acquire_owned().await.map_err(|_| Error::SearchTimedOut)?),
+                None => None,
+            };
             let stop = budget.stop_on_drop();
             let (response, request) = tokio::task::spawn_blocking(move || {
                 let _enter = span.enter();

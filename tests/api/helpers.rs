@@ -125,6 +125,7 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         request_timeout_ms: 10_000,
         max_in_flight: 1024,
         max_in_flight_per_client: 0,
+        heavy_searches: None,
         trusted_proxies: Default::default(),
         client_ip_header: Default::default(),
         max_query_chars: 100,
