@@ -70,10 +70,9 @@ pub struct LoadtestArgs {
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     pub host: String,
 
-    /// `search`, `flow` (the 7-step platform session) or `mixed` (90%
-    /// search, 10% writes with write-to-searchable lag).
-    #[arg(long, default_value = "search")]
-    pub scenario: String,
+    /// What the users do.
+    #[arg(long, value_enum, default_value_t = crate::loadtest::LoadScenario::Search)]
+    pub scenario: crate::loadtest::LoadScenario,
 
     /// Search only this keyword (a hot-key test) instead of the calibrated
     /// mix.

@@ -1,12 +1,17 @@
 //! `chaja loadtest`: the load test users run against chaja, on goose.
 //!
-//! Three scenarios, as the platforms' own write-ups drive their services:
+//! Four scenarios, as the platforms' own write-ups drive their services:
 //! - `search`: keywords drawn from a mix of rare (70%), ~10% (25%) and
 //!   frequent (5%) ones, 1 to 6 characters, some multi-word;
 //! - `flow`: a user session: create a question, read it, create a review,
 //!   read it, search, read the top 10 liked, write a comment;
 //! - `mixed`: 90% searches, 10% writes whose row is then polled for until it
-//!   is searchable, which measures write-to-searchable lag.
+//!   is searchable, which measures write-to-searchable lag;
+//! - `abuse`: half the users search as in `search`, the other half defeat
+//!   every cache: random `from`/`to`, deep pages of 100, random order, each
+//!   abuser under an address of its own in `X-Forwarded-For` (which counts
+//!   when the server trusts the load generator as a proxy). The normal
+//!   users' percentiles, beside a `search` run's, show what abusers cost.
 //!
 //! Keywords come from the manifest `chaja seed` wrote (`--manifest`), or are
 //! calibrated against the running server before the test: each candidate's
@@ -378,17 +383,109 @@ async fn write_then_find(user: &mut GooseUser) -> TransactionResult {
     Ok(())
 }
 
-fn scenario_for(name: &str) -> anyhow::Result<Scenario> {
+/// The address an abuser poses as.
+struct Posing(String);
+
+async fn pose(user: &mut GooseUser) -> TransactionResult {
+    let mut rng = rand::rng();
+    let address = format!(
+        "198.18.{}.{}",
+        rng.random_range(0..=255u8),
+        rng.random_range(1..=254u8)
+    );
+    user.set_session_data(Posing(address));
+    Ok(())
+}
+
+/// A search no cache answers: a frequent keyword, a random time range, a
+/// deep page of 100 in a random order.
+async fn abuse(user: &mut GooseUser) -> TransactionResult {
+    let (path, address) = {
+        let mut rng = rand::rng();
+        let mix = mix();
+        let words = [&mix.frequent, &mix.common, &mix.rare]
+            .into_iter()
+            .find(|w| !w.is_empty())
+            .cloned()
+            .unwrap_or_else(|| mix.hot.iter().cloned().collect());
+        let word = words.choose(&mut rng).cloned().unwrap_or_default();
+        // Seconds since the epoch, between 2015 and 2027.
+        let a = rng.random_range(1_420_070_400..1_798_761_600i64);
+        let b = rng.random_range(1_420_070_400..1_798_761_600i64);
+        let at = |s: i64| {
+            time::OffsetDateTime::from_unix_timestamp(s)
+                .expect("in range")
+                .format(&time::format_description::well_known::Rfc3339)
+                .expect("formats")
+        };
+        let sort = if rng.random_bool(0.5) { "recent" } else { "oldest" };
+        let path = format!(
+            "/api/search?q={}&from={}&to={}&size=100&page={}&sort={sort}",
+            urlencode(&word),
+            urlencode(&at(a.min(b))),
+            urlencode(&at(a.max(b))),
+            rng.random_range(1..=100)
+        );
+        let address = user
+            .get_session_data::<Posing>()
+            .map_or_else(|| "198.18.0.1".to_owned(), |p| p.0.clone());
+        (path, address)
+    };
+    let url = user.build_url(&path)?;
+    let request = GooseRequest::builder()
+        .method(GooseMethod::Get)
+        .path(path.as_str())
+        .name("abuse: random from/to, deep pages")
+        .set_request_builder(user.client.get(url).header("x-forwarded-for", address))
+        .build();
+    let _ = user.request(request).await?;
+    tick();
+    Ok(())
+}
+
+/// What the users of a load test do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadScenario {
+    /// Searches over the calibrated keyword mix.
+    Search,
+    /// The 7-step platform session.
+    Flow,
+    /// 90% searches, 10% writes, with write-to-searchable lag.
+    Mixed,
+    /// Half `search`, half abusers that defeat every cache.
+    Abuse,
+}
+
+impl std::fmt::Display for LoadScenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LoadScenario::Search => "search",
+            LoadScenario::Flow => "flow",
+            LoadScenario::Mixed => "mixed",
+            LoadScenario::Abuse => "abuse",
+        })
+    }
+}
+
+fn scenarios_for(name: LoadScenario) -> anyhow::Result<Vec<Scenario>> {
     Ok(match name {
-        "search" => scenario!("search").register_transaction(transaction!(search)),
-        "flow" => scenario!("flow")
+        LoadScenario::Search => {
+            vec![scenario!("search").register_transaction(transaction!(search))]
+        }
+        LoadScenario::Flow => vec![scenario!("flow")
             .register_transaction(transaction!(sign_up).set_on_start())
-            .register_transaction(transaction!(flow)),
-        "mixed" => scenario!("mixed")
+            .register_transaction(transaction!(flow))],
+        LoadScenario::Mixed => vec![scenario!("mixed")
             .register_transaction(transaction!(sign_up).set_on_start())
             .register_transaction(transaction!(search).set_weight(9)?)
-            .register_transaction(transaction!(write_then_find).set_weight(1)?),
-        other => anyhow::bail!("unknown scenario {other:?}: use search, flow or mixed"),
+            .register_transaction(transaction!(write_then_find).set_weight(1)?)],
+        LoadScenario::Abuse => vec![
+            scenario!("normal").register_transaction(transaction!(search)),
+            scenario!("abusers")
+                .register_transaction(transaction!(pose).set_on_start())
+                .register_transaction(transaction!(abuse)),
+        ],
     })
 }
 
@@ -406,7 +503,7 @@ pub struct KindSummary {
 
 #[derive(Debug, Serialize)]
 pub struct Summary {
-    pub scenario: String,
+    pub scenario: LoadScenario,
     pub host: String,
     pub users: usize,
     pub duration_s: usize,
@@ -469,7 +566,7 @@ fn summarize(args: &LoadtestArgs, metrics: &GooseMetrics, state: RunState) -> Su
         ])
     });
     Summary {
-        scenario: args.scenario.clone(),
+        scenario: args.scenario,
         host: args.host.clone(),
         users: args.users,
         duration_s: duration,
@@ -569,12 +666,14 @@ pub async fn run(args: &LoadtestArgs) -> anyhow::Result<Summary> {
         per_second: Vec::new(),
         lags: Vec::new(),
     });
-    let result = match scenario_for(&args.scenario) {
-        Ok(scenario) => GooseAttack::initialize_with_config(config)?
-            .register_scenario(scenario)
-            .execute()
-            .await
-            .map_err(anyhow::Error::from),
+    let result = match scenarios_for(args.scenario) {
+        Ok(scenarios) => {
+            let mut attack = GooseAttack::initialize_with_config(config)?;
+            for scenario in scenarios {
+                attack = attack.register_scenario(scenario);
+            }
+            attack.execute().await.map_err(anyhow::Error::from)
+        }
         Err(e) => Err(e),
     };
     let state = RUN

@@ -17,17 +17,21 @@ async fn every_scenario_runs_and_reports() {
     let manifest = dir.path().join("manifest.json");
     std::fs::write(&manifest, serde_json::to_vec(&seeded.manifest).unwrap()).unwrap();
     // One load test at a time per process: they share goose's globals.
-    for run in ["search", "flow", "mixed", "hot", "manifest"] {
+    for run in ["search", "flow", "mixed", "abuse", "hot", "manifest"] {
         // `hot` is the search scenario on one keyword, `manifest` on the
         // keywords of the seed's manifest.
+        use chaja::loadtest::LoadScenario;
         let (scenario, keyword, from_manifest) = match run {
-            "hot" => ("search", Some("합니다".to_owned()), None),
-            "manifest" => ("search", None, Some(manifest.clone())),
-            other => (other, None, None),
+            "hot" => (LoadScenario::Search, Some("합니다".to_owned()), None),
+            "manifest" => (LoadScenario::Search, None, Some(manifest.clone())),
+            "flow" => (LoadScenario::Flow, None, None),
+            "mixed" => (LoadScenario::Mixed, None, None),
+            "abuse" => (LoadScenario::Abuse, None, None),
+            _ => (LoadScenario::Search, None, None),
         };
         let args = LoadtestArgs {
             host: format!("http://{}", app.addr),
-            scenario: scenario.to_owned(),
+            scenario,
             keyword,
             manifest: from_manifest,
             users: 4,
@@ -77,6 +81,10 @@ async fn every_scenario_runs_and_reports() {
                     .as_ref()
                     .expect("mixed measures lag");
                 assert!(lag["samples"] >= 1.0);
+            }
+            "abuse" => {
+                assert!(kinds.iter().any(|k| k.contains("abuse: random from/to")), "{kinds:?}");
+                assert!(kinds.iter().any(|k| k.contains("search: ")), "{kinds:?}");
             }
             _ => unreachable!(),
         }
