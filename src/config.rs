@@ -355,9 +355,7 @@ impl ServeArgs {
 
     pub fn heavy_searches(&self) -> usize {
         self.heavy_searches
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, |n| n.get() / 2)
-            })
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() / 2))
             .max(1)
     }
 

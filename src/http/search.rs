@@ -366,7 +366,11 @@ async fn search_handler(
             // Heavy searches take turns for a few cores (see `is_heavy`);
             // the wait counts against the request's deadline.
             let _turn = match heavy {
-                Some(lane) => Some(lane.acquire_owned().await.map_err(|_| Error::SearchTimedOut)?),
+                Some(lane) => Some(
+                    lane.acquire_owned()
+                        .await
+                        .map_err(|_| Error::SearchTimedOut)?,
+                ),
                 None => None,
             };
             let stop = budget.stop_on_drop();

@@ -17,7 +17,9 @@ async fn every_scenario_runs_and_reports() {
     let manifest = dir.path().join("manifest.json");
     std::fs::write(&manifest, serde_json::to_vec(&seeded.manifest).unwrap()).unwrap();
     // One load test at a time per process: they share goose's globals.
-    for run in ["search", "flow", "mixed", "abuse", "hot", "manifest"] {
+    for run in [
+        "search", "flow", "mixed", "abuse", "longtail", "hot", "manifest",
+    ] {
         // `hot` is the search scenario on one keyword, `manifest` on the
         // keywords of the seed's manifest.
         use chaja::loadtest::LoadScenario;
@@ -27,6 +29,7 @@ async fn every_scenario_runs_and_reports() {
             "flow" => (LoadScenario::Flow, None, None),
             "mixed" => (LoadScenario::Mixed, None, None),
             "abuse" => (LoadScenario::Abuse, None, None),
+            "longtail" => (LoadScenario::Longtail, None, None),
             _ => (LoadScenario::Search, None, None),
         };
         let args = LoadtestArgs {
@@ -45,8 +48,15 @@ async fn every_scenario_runs_and_reports() {
         assert!(summary.executed > 0, "{scenario}: {summary}");
         assert!(summary.peak_tps > 0);
         for file in ["report.html", "report.json", "summary.json"] {
-            assert!(dir.path().join(run).join(file).exists(), "{run}: {file}");
+            let len = std::fs::metadata(dir.path().join(run).join(file)).map_or(0, |m| m.len());
+            assert!(len > 0, "{run}: {file} is missing or empty");
         }
+        // goose's HTML report: charts over time and a table per request.
+        let html = std::fs::read_to_string(dir.path().join(run).join("report.html")).unwrap();
+        for chart in ["graph-rps", "graph-avg-response-time", "graph-active-users"] {
+            assert!(html.contains(chart), "{run}: no {chart} chart");
+        }
+        assert!(html.contains("Request Metrics"), "{run}: no request table");
         let kinds: Vec<&str> = summary.kinds.iter().map(|k| k.kind.as_str()).collect();
         match run {
             "hot" => {
@@ -82,8 +92,16 @@ async fn every_scenario_runs_and_reports() {
                     .expect("mixed measures lag");
                 assert!(lag["samples"] >= 1.0);
             }
+            "longtail" => {
+                assert!(kinds.iter().all(|k| k.contains("longtail: ")), "{kinds:?}");
+                // Every request a query of its own.
+                assert_eq!(summary.unique_queries, Some(summary.executed), "{summary}");
+            }
             "abuse" => {
-                assert!(kinds.iter().any(|k| k.contains("abuse: random from/to")), "{kinds:?}");
+                assert!(
+                    kinds.iter().any(|k| k.contains("abuse: random from/to")),
+                    "{kinds:?}"
+                );
                 assert!(kinds.iter().any(|k| k.contains("search: ")), "{kinds:?}");
             }
             _ => unreachable!(),

@@ -450,15 +450,31 @@ async fn heavy_searches_wait_for_their_lane_and_others_do_not() {
     let user = app.create_user("u").await;
     app.create_question(user, "차선 시험", "본문").await;
     app.wait_indexed().await;
-    let turn = app.state.heavy_searches.clone().acquire_owned().await.unwrap();
+    let turn = app
+        .state
+        .heavy_searches
+        .clone()
+        .acquire_owned()
+        .await
+        .unwrap();
     let (status, body) = app.get("/api/search?q=차선").await;
-    assert_eq!((status, &body["total"]), (StatusCode::OK, &json!(1)), "{body}");
+    assert_eq!(
+        (status, &body["total"]),
+        (StatusCode::OK, &json!(1)),
+        "{body}"
+    );
     for heavy in ["&from=2000-01-01T00:00:00Z", "&page=2"] {
         let (status, body) = app.get(&format!("/api/search?q=차선{heavy}")).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{heavy}: {body}");
     }
     drop(turn);
-    let (status, body) = app.get("/api/search?q=차선&from=2000-01-01T00:00:00Z").await;
-    assert_eq!((status, &body["total"]), (StatusCode::OK, &json!(1)), "{body}");
+    let (status, body) = app
+        .get("/api/search?q=차선&from=2000-01-01T00:00:00Z")
+        .await;
+    assert_eq!(
+        (status, &body["total"]),
+        (StatusCode::OK, &json!(1)),
+        "{body}"
+    );
     app.finish().await;
 }

@@ -1,6 +1,6 @@
 //! `chaja loadtest`: the load test users run against chaja, on goose.
 //!
-//! Four scenarios, as the platforms' own write-ups drive their services:
+//! Five scenarios, as the platforms' own write-ups drive their services:
 //! - `search`: keywords drawn from a mix of rare (70%), ~10% (25%) and
 //!   frequent (5%) ones, 1 to 6 characters, some multi-word;
 //! - `flow`: a user session: create a question, read it, create a review,
@@ -11,7 +11,9 @@
 //!   every cache: random `from`/`to`, deep pages of 100, random order, each
 //!   abuser under an address of its own in `X-Forwarded-For` (which counts
 //!   when the server trusts the load generator as a proxy). The normal
-//!   users' percentiles, beside a `search` run's, show what abusers cost.
+//!   users' percentiles, beside a `search` run's, show what abusers cost;
+//! - `longtail`: every request a query sent once, cut from the server's own
+//!   rows (see `longtail`).
 //!
 //! Keywords come from the manifest `chaja seed` wrote (`--manifest`), or are
 //! calibrated against the running server before the test: each candidate's
@@ -37,6 +39,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::config::LoadtestArgs;
+
+mod longtail;
 
 /// Keywords a load test searches for. Common words of Korean developer
 /// prose and of the built-in generator; calibration sorts them into classes.
@@ -183,6 +187,8 @@ struct RunState {
     per_second: Vec<u64>,
     /// Write-to-searchable lags, in milliseconds.
     lags: Vec<f64>,
+    /// The `longtail` scenario's queries.
+    longtail: Option<longtail::Sampler>,
 }
 
 fn with_run<T>(f: impl FnOnce(&mut RunState) -> T) -> T {
@@ -383,6 +389,23 @@ async fn write_then_find(user: &mut GooseUser) -> TransactionResult {
     Ok(())
 }
 
+/// A query never sent before in this run.
+async fn longtail_search(user: &mut GooseUser) -> TransactionResult {
+    let next = with_run(|r| {
+        r.longtail
+            .as_mut()
+            .and_then(|sampler| sampler.next(&mut rand::rng()))
+    });
+    // The texts ran out of new queries: nothing more to send.
+    let Some((class, query)) = next else {
+        return Ok(());
+    };
+    let path = format!("/api/search?q={}&size=10", urlencode(&query));
+    let _ = user.get_named(&path, class.name()).await?;
+    tick();
+    Ok(())
+}
+
 /// The address an abuser poses as.
 struct Posing(String);
 
@@ -418,7 +441,11 @@ async fn abuse(user: &mut GooseUser) -> TransactionResult {
                 .format(&time::format_description::well_known::Rfc3339)
                 .expect("formats")
         };
-        let sort = if rng.random_bool(0.5) { "recent" } else { "oldest" };
+        let sort = if rng.random_bool(0.5) {
+            "recent"
+        } else {
+            "oldest"
+        };
         let path = format!(
             "/api/search?q={}&from={}&to={}&size=100&page={}&sort={sort}",
             urlencode(&word),
@@ -455,6 +482,8 @@ pub enum LoadScenario {
     Mixed,
     /// Half `search`, half abusers that defeat every cache.
     Abuse,
+    /// Every request a never-seen query cut from the server's own rows.
+    Longtail,
 }
 
 impl std::fmt::Display for LoadScenario {
@@ -464,6 +493,7 @@ impl std::fmt::Display for LoadScenario {
             LoadScenario::Flow => "flow",
             LoadScenario::Mixed => "mixed",
             LoadScenario::Abuse => "abuse",
+            LoadScenario::Longtail => "longtail",
         })
     }
 }
@@ -480,6 +510,9 @@ fn scenarios_for(name: LoadScenario) -> anyhow::Result<Vec<Scenario>> {
             .register_transaction(transaction!(sign_up).set_on_start())
             .register_transaction(transaction!(search).set_weight(9)?)
             .register_transaction(transaction!(write_then_find).set_weight(1)?)],
+        LoadScenario::Longtail => {
+            vec![scenario!("longtail").register_transaction(transaction!(longtail_search))]
+        }
         LoadScenario::Abuse => vec![
             scenario!("normal").register_transaction(transaction!(search)),
             scenario!("abusers")
@@ -515,6 +548,9 @@ pub struct Summary {
     pub kinds: Vec<KindSummary>,
     /// Write-to-searchable lag (mixed scenario), in milliseconds.
     pub freshness_lag_ms: Option<BTreeMap<String, f64>>,
+    /// Distinct queries sent (longtail scenario): equal to `executed` when
+    /// no query was sent twice.
+    pub unique_queries: Option<usize>,
     pub mix: Mix,
 }
 
@@ -577,6 +613,7 @@ fn summarize(args: &LoadtestArgs, metrics: &GooseMetrics, state: RunState) -> Su
         mean_ms: total_time as f64 / executed.max(1) as f64,
         kinds,
         freshness_lag_ms,
+        unique_queries: state.longtail.as_ref().map(longtail::Sampler::sent),
         mix: (*state.mix).clone(),
     }
 }
@@ -604,6 +641,9 @@ impl std::fmt::Display for Summary {
                 "{:<28} {:>9} {:>7} {:>9.1} {:>8.2} {:>5} {:>5} {:>5}",
                 k.kind, k.executed, k.errors, k.tps, k.mean_ms, k.p50_ms, k.p95_ms, k.p99_ms
             )?;
+        }
+        if let Some(unique) = self.unique_queries {
+            writeln!(f, "distinct queries sent: {unique}")?;
         }
         if let Some(lag) = &self.freshness_lag_ms {
             writeln!(
@@ -641,9 +681,18 @@ pub async fn run(args: &LoadtestArgs) -> anyhow::Result<Summary> {
             );
             mix
         }
+        (None, None) if args.scenario == LoadScenario::Longtail => Mix::default(),
         (None, None) => calibrate(&host).await?,
     };
     let mix = Arc::new(mix);
+    let longtail = if args.scenario == LoadScenario::Longtail {
+        let ready: Value = reqwest::get(format!("{host}/readyz")).await?.json().await?;
+        let docs = ready["index"]["docs"].as_u64().unwrap_or(0);
+        let texts = longtail::fetch_texts(&host, docs, 1000).await?;
+        Some(longtail::Sampler::new(texts))
+    } else {
+        None
+    };
     std::fs::create_dir_all(&args.report_dir)?;
     let report =
         |name: &str| -> String { args.report_dir.join(name).to_string_lossy().into_owned() };
@@ -655,7 +704,10 @@ pub async fn run(args: &LoadtestArgs) -> anyhow::Result<Summary> {
     config.run_time = args.run_time.to_string();
     config.iterations = args.iterations;
     config.report_file = vec![report("report.html"), report("report.json")];
-    config.no_print_metrics = true;
+    // goose writes its reports only when it prints its own metrics
+    // (`GooseAttack::execute`): with `no_print_metrics` the files it created
+    // at the start stayed empty.
+    config.no_print_metrics = false;
     config.quiet = 1;
     config.no_telnet = true;
     config.no_websocket = true;
@@ -665,6 +717,7 @@ pub async fn run(args: &LoadtestArgs) -> anyhow::Result<Summary> {
         start: Instant::now(),
         per_second: Vec::new(),
         lags: Vec::new(),
+        longtail,
     });
     let result = match scenarios_for(args.scenario) {
         Ok(scenarios) => {
