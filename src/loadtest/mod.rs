@@ -40,7 +40,7 @@ use serde_json::{json, Value};
 
 use crate::config::LoadtestArgs;
 
-mod longtail;
+pub mod longtail;
 
 /// Keywords a load test searches for. Common words of Korean developer
 /// prose and of the built-in generator; calibration sorts them into classes.
