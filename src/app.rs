@@ -64,6 +64,11 @@ impl App {
             l1_bytes: args.cache_l1_mb << 20,
         };
         let cache = SearchCache::new(redis.clone(), settings, mirror.progress.clone());
+        // Searches that found nothing, counted as trending is, apart.
+        let zero_results = Trending::new(
+            redis.as_ref().map(|r| r.namespaced("zero")),
+            args.trending_min_chars,
+        );
         let trending = Trending::new(redis, args.trending_min_chars);
         let config = IndexerConfig {
             poll: args.poll(),
@@ -84,6 +89,7 @@ impl App {
                 db,
                 cache,
                 trending,
+                zero_results,
                 suggester: Default::default(),
                 index,
                 mirror,

@@ -133,6 +133,16 @@ impl RedisTier {
         })
     }
 
+    /// The same connection and breaker, with keys under `{prefix}{ns}:`, so
+    /// that two users of one shape of data (trending, zero results) do not
+    /// share keys.
+    pub fn namespaced(&self, ns: &str) -> RedisTier {
+        RedisTier {
+            prefix: format!("{}{ns}:", self.prefix).into(),
+            ..self.clone()
+        }
+    }
+
     pub fn breaker_state(&self) -> BreakerState {
         BreakerState::from_u8(self.state.0.load(Ordering::Acquire))
     }

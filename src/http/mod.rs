@@ -42,6 +42,8 @@ pub struct AppState {
     pub db: Db,
     pub cache: SearchCache,
     pub trending: Trending,
+    /// Searches that found nothing: what a site's content is missing.
+    pub zero_results: Trending,
     pub suggester: Suggester,
     pub index: SearchIndex,
     pub mirror: MirrorHandle,

@@ -26,6 +26,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(search_handler))
         .routes(routes!(trending_handler))
+        .routes(routes!(zero_results_handler))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -413,9 +414,16 @@ async fn search_handler(
     };
     // Trending counts searches that found something: a query nobody's
     // data answers is not a trend, and junk cannot fill the counters.
-    if let (true, Some(client), true) = (first_page, client, answer.total > 0) {
+    // Searches that found nothing are counted apart, for the operators:
+    // the most actionable signal a content site has.
+    if let (true, Some(client)) = (first_page, client) {
         let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
-        state.trending.record(&keywords.join(" "), client);
+        let counter = if answer.total > 0 {
+            &state.trending
+        } else {
+            &state.zero_results
+        };
+        counter.record(&keywords.join(" "), client);
     }
     let took = started.elapsed();
     let index = index_time.lock().expect("timing lock").unwrap_or_default();
@@ -506,13 +514,32 @@ async fn trending_handler(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<TrendingParams>,
 ) -> Result<Json<TrendingResponse>> {
+    top_keywords(&state.trending, params).await
+}
+
+/// The top of a keyword counter, for the window and limit asked.
+async fn top_keywords(
+    counter: &crate::cache::trending::Trending,
+    params: TrendingParams,
+) -> Result<Json<TrendingResponse>> {
     let window = params.window.unwrap_or(WindowParam::Hour);
     let limit = params.limit.unwrap_or(10);
     if !(1..=100).contains(&limit) {
         return Err(bad("invalid_limit", "limit must be between 1 and 100"));
     }
-    let keywords = state.trending.top(window.into(), limit).await?;
+    let keywords = counter.top(window.into(), limit).await?;
     Ok(Json(TrendingResponse { window, keywords }))
+}
+
+/// Searches that found nothing, most frequent first, each client counted
+/// once per keyword per window, with trending's bounds (keywords per bucket
+/// and per client). First pages only.
+#[utoipa::path(get, path = "/api/search/zero-results", tag = "search", params(TrendingParams), responses((status = 200, body = TrendingResponse), (status = 400, description = "bad window or limit", body = ErrorBody), (status = 503, description = "redis configured but not answering", body = ErrorBody)))]
+async fn zero_results_handler(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<TrendingParams>,
+) -> Result<Json<TrendingResponse>> {
+    top_keywords(&state.zero_results, params).await
 }
 
 static SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");

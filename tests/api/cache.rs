@@ -466,6 +466,14 @@ async fn trending_over_http(redis: bool) {
         {"keyword": "자바", "count": 1},
     ]);
     assert_eq!(body["keywords"], expected);
+    // What found nothing is counted apart (`a` is too short to list).
+    app.state.zero_results.flush().await;
+    let (status, zero) = app.get("/api/search/zero-results?window=24h").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        zero["keywords"],
+        serde_json::json!([{"keyword": "없는말", "count": 3}])
+    );
     let (_, top1) = app.get("/api/search/trending?limit=1").await;
     assert_eq!(
         top1["keywords"],

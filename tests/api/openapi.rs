@@ -10,6 +10,7 @@ use crate::helpers::{spawn_app, spawn_app_with, Store};
 const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/search"),
     ("get", "/api/search/trending"),
+    ("get", "/api/search/zero-results"),
     ("get", "/api/suggest"),
     ("post", "/api/users"),
     ("post", "/api/questions"),
