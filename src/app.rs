@@ -83,6 +83,14 @@ impl App {
         };
         let indexer = Indexer::new(db.clone(), index.clone(), mirror.clone(), config);
         let secret = cursor_secret(&db, args.cursor_secret.as_deref()).await;
+        let file = match &args.config {
+            Some(path) => {
+                crate::synonyms::ConfigFile::load(path).map_err(crate::error::Error::Config)?
+            }
+            None => crate::synonyms::ConfigFile::default(),
+        };
+        let synonyms = crate::synonyms::Synonyms::new(&file.synonyms.groups)
+            .map_err(crate::error::Error::Config)?;
         Ok(App {
             limits: args.limits(),
             state: AppState {
@@ -103,6 +111,7 @@ impl App {
                 heavy_searches: std::sync::Arc::new(tokio::sync::Semaphore::new(
                     args.heavy_searches(),
                 )),
+                synonyms: std::sync::Arc::new(synonyms),
             },
             indexer,
             health_db,

@@ -171,6 +171,10 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
 
+    /// The config file (TOML): `[synonyms] groups = [["k8s", "쿠버네티스"]]`.
+    #[arg(long, env = "CHAJA_CONFIG")]
+    pub config: Option<std::path::PathBuf>,
+
     /// Redis for the shared cache tier; without it the cache is in-process only.
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,

@@ -77,6 +77,10 @@ pub enum Error {
     #[error("{0} needs redis, which is not answering; try again later")]
     RedisUnavailable(&'static str),
 
+    /// The config file is missing, unreadable or wrong.
+    #[error("config file: {0}")]
+    Config(String),
+
     /// The Korean dictionary could not be built or loaded.
     #[error("korean dictionary: {0}")]
     Dictionary(String),

@@ -3,7 +3,8 @@
 //! Two flows, one module each way:
 //!
 //! - **Request flow** — [`http`] parses and checks a request, [`text`]
-//!   normalizes the query into keywords, [`index::search`] runs it on the
+//!   normalizes the query into keywords, [`synonyms`] adds the configured
+//!   other forms of each, [`index::search`] runs it on the
 //!   live index generation on a blocking thread and builds snippets from
 //!   stored text. A search never takes a database connection.
 //! - **Mirror flow** — the database ([`db`]) is the source of truth; triggers
@@ -37,5 +38,6 @@ pub mod mirror;
 pub mod model;
 pub mod seed;
 pub mod suggest;
+pub mod synonyms;
 pub mod telemetry;
 pub mod text;

@@ -57,6 +57,8 @@ pub struct AppState {
     pub request_timeout: Duration,
     /// The lane heavy searches take turns in (see `search::is_heavy`).
     pub heavy_searches: Arc<tokio::sync::Semaphore>,
+    /// Query-time synonyms from the config file.
+    pub synonyms: Arc<crate::synonyms::Synonyms>,
 }
 
 /// The OpenAPI document's frame; the paths come from the handlers.

@@ -20,6 +20,7 @@ use crate::cache::{Answer, CacheStatus};
 use crate::error::{Error, ErrorBody, Result};
 use crate::index::search::{self, Filter, Hit, Rank, Request, Sort};
 use crate::model::Kind;
+use crate::synonyms::Synonyms;
 use crate::text::parse_query;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -72,6 +73,9 @@ pub struct SearchParams {
     #[serde(rename = "match")]
     #[param(inline)]
     pub match_mode: Option<MatchParam>,
+    /// `false`: no synonyms, only the keywords as typed. Default `true`
+    /// (the configured groups; see `expanded` in the answer).
+    pub synonyms: Option<bool>,
 }
 
 /// Which rows: `question`, `review` or `all` (default).
@@ -107,6 +111,10 @@ pub enum MatchParam {
 pub struct SearchResponse {
     pub total: u64,
     pub hits: Vec<HitBody>,
+    /// Present when synonyms widened the query: every keyword and synonym
+    /// searched for, keywords first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expanded: Option<Vec<String>>,
     /// Continues after the last hit; null when this page was the last.
     pub next_cursor: Option<String>,
     pub took_ms: f64,
@@ -154,6 +162,7 @@ pub fn to_request(
     params: &SearchParams,
     limits: &InputLimits,
     cursor_key: &[u8; 32],
+    synonyms: &Synonyms,
 ) -> Result<Request> {
     let max_chars = limits.max_query_chars;
     let max_size = limits.max_size;
@@ -228,7 +237,15 @@ pub fn to_request(
         after: None,
         morph,
         now: crate::db::now_ms(),
+        synonyms: Vec::new(),
     };
+    if params.synonyms != Some(false) && !synonyms.is_empty() {
+        request.synonyms = request
+            .keywords
+            .iter()
+            .map(|k| synonyms.others(k))
+            .collect();
+    }
     if let Some(cursor) = &params.cursor {
         if page != 1 {
             return Err(bad("invalid_cursor", "cursor and page cannot be combined"));
@@ -257,8 +274,14 @@ fn fingerprint(request: &Request) -> String {
     let f = &request.filter;
     let kind = f.kind.map_or("all", Kind::as_str);
     let sort = format!("{:?}", request.sort);
+    let synonyms: Vec<Vec<&str>> = request
+        .synonyms
+        .iter()
+        .map(|forms| forms.iter().map(|k| k.as_str()).collect())
+        .collect();
     let text = serde_json::json!([
         keywords,
+        synonyms,
         kind,
         f.author_id,
         f.from,
@@ -347,7 +370,7 @@ async fn search_handler(
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<([(HeaderName, HeaderValue); 2], Vec<u8>)> {
     let started = Instant::now();
-    let request = to_request(&params, &state.input, &state.cursor_key)?;
+    let request = to_request(&params, &state.input, &state.cursor_key, &state.synonyms)?;
     // Time spent in the index, when the cache did not answer.
     let index_time = Arc::new(std::sync::Mutex::new(None::<std::time::Duration>));
     let run = |watermark: i64| {
@@ -439,6 +462,8 @@ async fn search_handler(
     struct Body<'a> {
         total: u64,
         hits: &'a serde_json::value::RawValue,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expanded: Option<Vec<&'a str>>,
         next_cursor: &'a Option<String>,
         took_ms: f64,
         cache: CacheStatus,
@@ -446,9 +471,15 @@ async fn search_handler(
     let hits = answer.hits_json.get_or_init(|| {
         serde_json::value::to_raw_value(&answer.hits).expect("hits serialize to json")
     });
+    let expanded = request.synonyms.iter().any(|s| !s.is_empty()).then(|| {
+        let mut forms: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
+        forms.extend(request.synonyms.iter().flatten().map(|k| k.as_str()));
+        forms
+    });
     let body = serde_json::to_vec(&Body {
         total: answer.total,
         hits,
+        expanded,
         next_cursor: &answer.next_cursor,
         took_ms: ms(took),
         cache,
@@ -553,7 +584,13 @@ mod tests {
             q: Some(q.to_owned()),
             ..SearchParams::default()
         };
-        to_request(&params, &InputLimits::default(), &[7; 32]).unwrap()
+        to_request(
+            &params,
+            &InputLimits::default(),
+            &[7; 32],
+            &Synonyms::default(),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -137,6 +137,10 @@ pub struct Request {
     /// epoch milliseconds: fixed for a query and carried by its cursors, so
     /// that every page of one walk ranks rows alike.
     pub now: i64,
+    /// For each keyword, its synonyms (see `crate::synonyms`): a row
+    /// matches the keyword when it contains any of them. Empty, or one list
+    /// per keyword.
+    pub synonyms: Vec<Vec<Keyword>>,
 }
 
 impl Request {
@@ -152,7 +156,24 @@ impl Request {
             after: None,
             morph: false,
             now: 0,
+            synonyms: Vec::new(),
         }
+    }
+
+    /// Keyword `i` and its synonyms.
+    fn forms(&self, i: usize) -> impl Iterator<Item = &Keyword> {
+        std::iter::once(&self.keywords[i]).chain(self.synonyms.get(i).into_iter().flatten())
+    }
+
+    fn has_synonyms(&self) -> bool {
+        self.synonyms.iter().any(|s| !s.is_empty())
+    }
+
+    /// Every keyword and synonym, for highlighting.
+    pub fn all_forms(&self) -> Vec<Keyword> {
+        (0..self.keywords.len())
+            .flat_map(|i| self.forms(i).cloned())
+            .collect()
     }
 }
 
@@ -185,11 +206,10 @@ pub fn build_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn
         .collect();
     morphemes.sort_unstable();
     morphemes.dedup();
-    let keywords = &request.keywords;
     let text: Box<dyn Query> = if morphemes.is_empty() {
-        substring_query(fields, keywords, scoring)
+        substring_query(fields, request, scoring)
     } else if request.morph {
-        let exact = substring_query(fields, keywords, false);
+        let exact = substring_query(fields, request, false);
         Box::new(BooleanQuery::new(vec![
             (
                 Occur::Should,
@@ -199,7 +219,7 @@ pub fn build_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn
         ]))
     } else if scoring {
         // The set is the substring set; morphemes only score it.
-        let exact = substring_query(fields, keywords, false);
+        let exact = substring_query(fields, request, false);
         Box::new(BooleanQuery::new(vec![
             (Occur::Must, Box::new(BoostQuery::new(exact, 0.0))),
             (
@@ -208,7 +228,7 @@ pub fn build_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn
             ),
         ]))
     } else {
-        substring_query(fields, keywords, false)
+        substring_query(fields, request, false)
     };
     let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text)];
     if let Some(author) = request.filter.author_id {
@@ -223,11 +243,22 @@ pub fn build_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn
     Box::new(BooleanQuery::new(must))
 }
 
-/// The rows whose normalized title or content contains every keyword.
-fn substring_query(fields: &Fields, keywords: &[Keyword], scoring: bool) -> Box<dyn Query> {
-    let mut must: Vec<(Occur, Box<dyn Query>)> = keywords
-        .iter()
-        .map(|k| (Occur::Must, keyword_query(fields, k, scoring)))
+/// The rows whose normalized title or content contains every keyword (or,
+/// for a keyword with synonyms, any of its forms).
+fn substring_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn Query> {
+    let mut must: Vec<(Occur, Box<dyn Query>)> = (0..request.keywords.len())
+        .map(|i| {
+            let mut forms: Vec<(Occur, Box<dyn Query>)> = request
+                .forms(i)
+                .map(|k| (Occur::Should, keyword_query(fields, k, scoring)))
+                .collect();
+            let clause = if forms.len() == 1 {
+                forms.pop().expect("one form").1
+            } else {
+                Box::new(BooleanQuery::new(forms))
+            };
+            (Occur::Must, clause)
+        })
         .collect();
     if must.len() == 1 {
         return must.pop().expect("one clause").1;
@@ -298,11 +329,17 @@ fn title_or_content(fields: &Fields, query: impl Fn(Field) -> Box<dyn Query>) ->
 /// match mode, not the order or the page.
 fn totals_key(request: &Request) -> String {
     let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
+    let synonyms: Vec<Vec<&str>> = request
+        .synonyms
+        .iter()
+        .map(|forms| forms.iter().map(|k| k.as_str()).collect())
+        .collect();
     let f = &request.filter;
     let kind = f.kind.map(Kind::as_str);
     let analyzer = morph::analyzer().name();
     serde_json::json!([
         keywords,
+        synonyms,
         kind,
         f.author_id,
         f.from,
@@ -315,7 +352,7 @@ fn totals_key(request: &Request) -> String {
 
 /// The one term a query is, when it is one: its total is a document count.
 fn single_term(fields: &Fields, request: &Request) -> Option<Term> {
-    if request.morph {
+    if request.morph || request.has_synonyms() {
         return None;
     }
     match (request.keywords.as_slice(), request.filter.author_id) {
@@ -566,11 +603,12 @@ fn search_within(
         ranked.extend(partial.top);
     }
     ranked.sort_unstable_by_key(|entry| Reverse(entry.0));
+    let highlighted = request.all_forms();
     let hits = ranked
         .into_iter()
         .skip(request.offset)
         .take(request.limit)
-        .map(|(rank, address)| load_hit(&searcher, fields, &request.keywords, rank, address))
+        .map(|(rank, address)| load_hit(&searcher, fields, &highlighted, rank, address))
         .collect::<Result<Vec<Hit>>>()?;
     Ok(Response { total, hits })
 }

@@ -126,6 +126,7 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         max_in_flight: 1024,
         max_in_flight_per_client: 0,
         heavy_searches: None,
+        config: None,
         trusted_proxies: Default::default(),
         client_ip_header: Default::default(),
         max_query_chars: 100,

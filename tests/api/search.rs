@@ -13,6 +13,7 @@ both_stores!(
     bad_search_input_gets_json_4xx,
     cursor_walk_under_concurrent_writes_has_no_duplicates_or_gaps,
     filters_and_sorts_combine_with_text,
+    synonyms_widen_a_keyword_to_the_union_of_its_forms,
 );
 
 async fn finds_rows_like_like_does(store: Store) {
@@ -476,5 +477,99 @@ async fn heavy_searches_wait_for_their_lane_and_others_do_not() {
         (StatusCode::OK, &json!(1)),
         "{body}"
     );
+    app.finish().await;
+}
+
+/// Synonyms from the config file: a keyword of a group matches a row that
+/// contains any form, each row once, and the total is the brute-force
+/// union; `synonyms=false` searches the keyword alone.
+async fn synonyms_widen_a_keyword_to_the_union_of_its_forms(store: Store) {
+    use chaja::text::{parse_query, row_matches, Keyword};
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("chaja.toml");
+    let groups = [
+        vec!["k8s", "쿠버네티스", "kubernetes"],
+        vec!["스프링부트", "스프링 부트", "spring boot"],
+    ];
+    std::fs::write(
+        &config,
+        "[synonyms]\ngroups = [[\"k8s\", \"쿠버네티스\", \"kubernetes\"], [\"스프링부트\", \"스프링 부트\", \"spring boot\"]]\n",
+    )
+    .unwrap();
+    let app = crate::helpers::spawn_app_with(store, |a| a.config = Some(config.clone())).await;
+    let user = app.create_user("u").await;
+    let rows = [
+        ("k8s 배포", "본문"),
+        ("클러스터", "쿠버네티스 클러스터를 운영합니다"),
+        ("Kubernetes pods", "영문 글"),
+        ("둘 다", "쿠버네티스와 k8s"),
+        ("설정", "스프링 부트 설정"),
+        ("Spring Boot 3", "버전"),
+        ("질문", "스프링부트 질문입니다"),
+        ("관계없는 글", "파이썬"),
+    ];
+    let mut ids = Vec::new();
+    for (title, content) in rows {
+        ids.push(app.create_question(user, title, content).await);
+    }
+    app.wait_indexed().await;
+    // The oracle: every keyword matched by any form of its group.
+    let brute = |q: &str| -> Vec<i64> {
+        let keywords = parse_query(q);
+        let mut found: Vec<i64> = rows
+            .iter()
+            .zip(&ids)
+            .filter(|((title, content), _)| {
+                keywords.iter().all(|k| {
+                    let group = groups
+                        .iter()
+                        .map(|g| {
+                            g.iter()
+                                .map(|f| parse_query(&format!("\"{f}\""))[0].clone())
+                                .collect::<Vec<Keyword>>()
+                        })
+                        .find(|g| g.contains(k))
+                        .unwrap_or_else(|| vec![k.clone()]);
+                    group
+                        .iter()
+                        .any(|form| row_matches(std::slice::from_ref(form), title, content))
+                })
+            })
+            .map(|(_, id)| *id)
+            .collect();
+        found.sort_unstable();
+        found
+    };
+    for q in [
+        "k8s",
+        "KUBERNETES",
+        "\"spring boot\"",
+        "스프링부트",
+        "k8s 클러스터",
+        "파이썬",
+    ] {
+        let body = app.search(q, "&size=100").await;
+        let mut found: Vec<i64> = body["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["id"].as_i64().unwrap())
+            .collect();
+        found.sort_unstable();
+        let expected = brute(q);
+        assert_eq!(found, expected, "{q}: {body}");
+        assert_eq!(body["total"], expected.len(), "{q}");
+    }
+    let body = app.search("k8s", "").await;
+    assert_eq!(body["total"], 4);
+    assert_eq!(body["expanded"], json!(["k8s", "쿠버네티스", "kubernetes"]));
+    let plain = app.search("k8s", "&synonyms=false").await;
+    assert_eq!(plain["total"], 2, "{plain}");
+    assert!(plain.get("expanded").is_none(), "{plain}");
+    assert!(app.search("파이썬", "").await.get("expanded").is_none());
+    // Every form is highlighted.
+    let hit = &app.search("kubernetes", "&size=100").await["hits"];
+    assert!(hit.to_string().contains("<em>쿠버네티스</em>"), "{hit}");
     app.finish().await;
 }
