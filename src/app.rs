@@ -112,6 +112,10 @@ impl App {
                     args.heavy_searches(),
                 )),
                 synonyms: std::sync::Arc::new(synonyms),
+                did_you_mean: moka::future::Cache::builder()
+                    .max_capacity(10_000)
+                    .time_to_live(Duration::from_secs(30))
+                    .build(),
             },
             indexer,
             health_db,

@@ -59,6 +59,8 @@ pub struct AppState {
     pub heavy_searches: Arc<tokio::sync::Semaphore>,
     /// Query-time synonyms from the config file.
     pub synonyms: Arc<crate::synonyms::Synonyms>,
+    /// `did_you_mean` per normalized query, for a short while.
+    pub did_you_mean: search::AlternativesCache,
 }
 
 /// The OpenAPI document's frame; the paths come from the handlers.

@@ -115,10 +115,59 @@ pub struct SearchResponse {
     /// searched for, keywords first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expanded: Option<Vec<String>>,
+    /// Present when a first page found little (at most `LOW_RESULTS`) and
+    /// other queries find something: the query typed on a Latin layout,
+    /// the words its 초성 stand for, the nearest known word. Never applied
+    /// in place of the query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub did_you_mean: Option<Vec<Alternative>>,
     /// Continues after the last hit; null when this page was the last.
     pub next_cursor: Option<String>,
     pub took_ms: f64,
     pub cache: CacheStatus,
+}
+
+/// A query that may be what was meant, with its exact total.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Alternative {
+    pub q: String,
+    pub total: u64,
+}
+
+/// A first page with at most this many hits offers `did_you_mean`.
+pub const LOW_RESULTS: u64 = 2;
+
+/// Alternatives for `q`, remembered for a while per normalized query, so
+/// that a flood of misses costs one lookup each, not one per request.
+pub type AlternativesCache = moka::future::Cache<String, Arc<Vec<Alternative>>>;
+
+/// The alternatives of a query that found little: candidate words from the
+/// suggester, each kept only if it finds something (its exact total is
+/// counted on the live index). Failures leave the answer without them: a
+/// search never fails for want of a suggestion.
+async fn alternatives(state: &AppState, q: &str) -> Arc<Vec<Alternative>> {
+    let key = crate::text::normalize(q.trim());
+    let suggester = state.suggester.clone();
+    let generation = state.index.live();
+    let q = q.to_owned();
+    state
+        .did_you_mean
+        .get_with(key, async move {
+            let words = suggester.did_you_mean(&q, 3);
+            let counted = tokio::task::spawn_blocking(move || {
+                words
+                    .into_iter()
+                    .filter_map(|word| {
+                        let request = Request::newest_first(parse_query(&word), 1);
+                        let total = search::search(&generation, &request).ok()?.total;
+                        (total > 0).then_some(Alternative { q: word, total })
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await;
+            Arc::new(counted.unwrap_or_default())
+        })
+        .await
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -448,6 +497,11 @@ async fn search_handler(
         };
         counter.record(&keywords.join(" "), client);
     }
+    let did_you_mean = if first_page && answer.total <= LOW_RESULTS {
+        Some(alternatives(&state, params.q.as_deref().unwrap_or_default()).await)
+    } else {
+        None
+    };
     let took = started.elapsed();
     let index = index_time.lock().expect("timing lock").unwrap_or_default();
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
@@ -464,6 +518,8 @@ async fn search_handler(
         hits: &'a serde_json::value::RawValue,
         #[serde(skip_serializing_if = "Option::is_none")]
         expanded: Option<Vec<&'a str>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        did_you_mean: Option<&'a [Alternative]>,
         next_cursor: &'a Option<String>,
         took_ms: f64,
         cache: CacheStatus,
@@ -480,6 +536,10 @@ async fn search_handler(
         total: answer.total,
         hits,
         expanded,
+        did_you_mean: did_you_mean
+            .as_deref()
+            .map(Vec::as_slice)
+            .filter(|a| !a.is_empty()),
         next_cursor: &answer.next_cursor,
         took_ms: ms(took),
         cache,

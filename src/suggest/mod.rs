@@ -110,6 +110,68 @@ impl Candidates {
         hits.sort_unstable_by(order);
         hits.into_iter().take(limit).cloned().collect()
     }
+
+    /// What a query that found little may have meant, best first: the word
+    /// it spells when typed on a Latin layout (`zmffkdnem` → 클라우드), the
+    /// words its 초성 stand for, and the nearest word by keystroke edit
+    /// distance (a typo). Only candidates, never the query itself.
+    fn did_you_mean(&self, query: &str, limit: usize) -> Vec<String> {
+        let normalized = normalize(query.trim());
+        let by_score = |mut found: Vec<u32>| -> Vec<String> {
+            found.sort_unstable_by(|&a, &b| {
+                let (a, b) = (&self.entries[a as usize], &self.entries[b as usize]);
+                b.score.cmp(&a.score).then_with(|| a.text.cmp(&b.text))
+            });
+            found
+                .into_iter()
+                .map(|i| self.entries[i as usize].text.clone())
+                .collect()
+        };
+        let mut out: Vec<String> = Vec::new();
+        if let Some(key) = hangul::from_latin_keyboard(query.trim()) {
+            let exact = Self::prefixed(&self.by_keystrokes, &key)
+                .filter(|&i| hangul::keystrokes(&self.entries[i as usize].text) == key)
+                .collect();
+            out.extend(by_score(exact));
+        }
+        if hangul::is_initials(&normalized) {
+            out.extend(self.lookup(&normalized, limit).into_iter().map(|s| s.text));
+        }
+        let key: Vec<char> = hangul::keystrokes(&normalized).chars().collect();
+        if let Some(first) = key.first() {
+            // Words that start with the same keystroke and are about as
+            // long: a bounded neighbourhood, however large the vocabulary.
+            let most = (key.len() / 4).max(1);
+            let mut best: Option<(usize, u32)> = None;
+            for i in Self::prefixed(&self.by_keystrokes, &first.to_string()) {
+                let other = hangul::keystrokes(&self.entries[i as usize].text);
+                let len = other.chars().count();
+                if len.abs_diff(key.len()) > most {
+                    continue;
+                }
+                let distance =
+                    strsim::generic_levenshtein(&key, &other.chars().collect::<Vec<_>>());
+                let better = match best {
+                    None => true,
+                    Some((d, j)) => {
+                        distance < d
+                            || (distance == d
+                                && self.entries[i as usize].score > self.entries[j as usize].score)
+                    }
+                };
+                if distance > 0 && distance <= most && better {
+                    best = Some((distance, i));
+                }
+            }
+            if let Some((_, i)) = best {
+                out.push(self.entries[i as usize].text.clone());
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|t| *t != normalized && seen.insert(t.clone()));
+        out.truncate(limit);
+        out
+    }
 }
 
 /// Cheap to clone; lookups read a snapshot that refreshes replace whole.
@@ -131,6 +193,13 @@ impl Suggester {
     pub fn suggest(&self, query: &str, limit: usize) -> Vec<Suggestion> {
         let candidates = self.current.read().expect("suggest lock").clone();
         candidates.lookup(query, limit)
+    }
+
+    /// Up to `limit` words a query that found little may have meant (see
+    /// `Candidates::did_you_mean`); the caller checks each finds something.
+    pub fn did_you_mean(&self, query: &str, limit: usize) -> Vec<String> {
+        let candidates = self.current.read().expect("suggest lock").clone();
+        candidates.did_you_mean(query, limit)
     }
 
     /// Rebuilds the candidates from the live index and trending searches.

@@ -192,6 +192,59 @@ async fn suggestions_complete_initials_half_syllables_and_latin_typing() {
     app.finish().await;
 }
 
+/// A first page that finds little offers what may have been meant, each
+/// with its exact total, and never replaces the query: Latin-layout typing,
+/// 초성, and a typo a keystroke away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn little_found_offers_did_you_mean_with_totals() {
+    analyzer();
+    let app = spawn_app_with(Store::Sqlite, |_| {}).await;
+    let user = app.create_user("u").await;
+    for title in ["클라우드 비용 질문", "클라우드 설정", "도커 이미지 크기"] {
+        app.create_question(user, title, "본문").await;
+    }
+    app.wait_indexed().await;
+    app.state
+        .suggester
+        .refresh(&app.state.index, &app.state.trending)
+        .await
+        .unwrap();
+    let meant = |body: &Value| -> Vec<(String, u64)> {
+        body["did_you_mean"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|d| {
+                        (
+                            d["q"].as_str().unwrap().to_owned(),
+                            d["total"].as_u64().unwrap(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for typed in ["zmffkdnem", "ㅋㄹㅇㄷ", "클라우두"] {
+        let body = app.search(typed, "").await;
+        assert_eq!(
+            body["total"], 0,
+            "{typed}: the query itself is searched as typed"
+        );
+        assert_eq!(
+            meant(&body)[0],
+            ("클라우드".to_owned(), 2),
+            "{typed}: {body}"
+        );
+    }
+    // Enough found: nothing offered.
+    let body = app.search("클라우드", "").await;
+    assert!(body.get("did_you_mean").is_none(), "{body}");
+    // Nothing close: nothing offered.
+    let body = app.search("전혀없는검색어", "").await;
+    assert!(body.get("did_you_mean").is_none(), "{body}");
+    app.finish().await;
+}
+
 /// Without a dictionary chaja runs on n-grams, says once how to add one,
 /// and relevance still answers (on plain words).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
