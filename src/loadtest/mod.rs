@@ -656,6 +656,31 @@ impl std::fmt::Display for Summary {
     }
 }
 
+/// The chart library goose's HTML report loads from a CDN.
+const CHART_LIBRARY_TAG: &str =
+    r#"<script src="https://cdn.jsdelivr.net/npm/echarts@5.2.2/dist/echarts.min.js"></script>"#;
+
+/// That library (echarts 5.2.2 from npm, Apache-2.0, see `ECHARTS-LICENSE`),
+/// gzipped.
+const CHART_LIBRARY: &[u8] = include_bytes!("echarts-5.2.2.min.js.gz");
+
+/// Puts the chart library into the report itself, so that it renders with
+/// no network (a load-test box often has none). Blocking file I/O: the
+/// load test is over when this runs.
+fn inline_chart_library(path: &std::path::Path) -> anyhow::Result<()> {
+    use std::io::Read;
+    let html = std::fs::read_to_string(path)?;
+    anyhow::ensure!(
+        html.contains(CHART_LIBRARY_TAG),
+        "goose's report no longer loads echarts 5.2.2 from its CDN; update the inlined copy"
+    );
+    let mut library = String::new();
+    flate2::read::GzDecoder::new(CHART_LIBRARY).read_to_string(&mut library)?;
+    let inline = format!("<script>{library}</script>");
+    std::fs::write(path, html.replacen(CHART_LIBRARY_TAG, &inline, 1))?;
+    Ok(())
+}
+
 /// Runs one bounded load test and writes its reports.
 pub async fn run(args: &LoadtestArgs) -> anyhow::Result<Summary> {
     anyhow::ensure!(
@@ -734,7 +759,9 @@ pub async fn run(args: &LoadtestArgs) -> anyhow::Result<Summary> {
         .expect("loadtest state lock")
         .take()
         .expect("set above");
-    let summary = summarize(args, &result?, state);
+    let metrics = result?;
+    inline_chart_library(std::path::Path::new(&report("report.html")))?;
+    let summary = summarize(args, &metrics, state);
     std::fs::write(report("summary.json"), serde_json::to_vec_pretty(&summary)?)?;
     Ok(summary)
 }

@@ -57,6 +57,10 @@ async fn every_scenario_runs_and_reports() {
             assert!(html.contains(chart), "{run}: no {chart} chart");
         }
         assert!(html.contains("Request Metrics"), "{run}: no request table");
+        assert!(
+            !html.contains("cdn.jsdelivr"),
+            "{run}: the report needs the network"
+        );
         let kinds: Vec<&str> = summary.kinds.iter().map(|k| k.kind.as_str()).collect();
         match run {
             "hot" => {
@@ -107,5 +111,30 @@ async fn every_scenario_runs_and_reports() {
             _ => unreachable!(),
         }
     }
+    // The report renders with no network: headless Chromium, its proxy a
+    // closed port, draws every chart (echarts draws into canvases).
+    let report = dir.path().join("search").join("report.html");
+    assert_eq!(charts_drawn(&report), 5, "{}", report.display());
     app.finish().await;
+}
+
+/// Opens a page in headless Chromium with the network closed and counts
+/// the canvases in the DOM once its scripts have run. Chromium comes from
+/// Debian's `chromium` package, which `.ci/run` installs.
+fn charts_drawn(page: &std::path::Path) -> usize {
+    let output = std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--proxy-server=127.0.0.1:9",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs (apt-get install chromium; .ci/run does)");
+    String::from_utf8_lossy(&output.stdout)
+        .matches("<canvas")
+        .count()
 }
