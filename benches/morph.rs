@@ -26,7 +26,7 @@ fn main() {
         .expect("set CHAJA_BENCH_CORPUS to sentences.tsv.gz (see ../shared/corpus)");
     let ko_dic = std::env::var("CHAJA_KO_DIC").unwrap_or_else(|_| "data/ko-dic".to_owned());
     let analyzer = morph::init(Path::new(&ko_dic));
-    let Analyzer::Korean(_) = analyzer else {
+    let Analyzer::Korean(..) = analyzer else {
         panic!("no dictionary at {ko_dic}: build it with `chaja dict build`");
     };
     let TextSource::Corpus(groups) = TextSource::from_corpus(Path::new(&corpus)).expect("corpus")

@@ -51,6 +51,10 @@ pub enum DictCommand {
         /// from here.
         #[arg(long, env = "CHAJA_KO_DIC", default_value = "./data/ko-dic")]
         out: PathBuf,
+        /// A user dictionary to add: `surface,part_of_speech_tag,reading`
+        /// rows (`비급여,NNG,비급여`). Then `chaja reindex` rolls it out.
+        #[arg(long)]
+        user: Option<PathBuf>,
     },
 }
 

@@ -81,10 +81,15 @@ async fn main() -> anyhow::Result<()> {
             print!("{summary}");
             println!("reports in {}", args.report_dir.display());
         }
-        Command::Dict(DictCommand::Build { from, out }) => {
+        Command::Dict(DictCommand::Build { from, out, user }) => {
             let started = std::time::Instant::now();
             chaja::index::morph::build_dictionary(&from, &out)
                 .with_context(|| format!("building the dictionary from {}", from.display()))?;
+            if let Some(user) = &user {
+                chaja::index::morph::build_user_dictionary(user, &out).with_context(|| {
+                    format!("building the user dictionary from {}", user.display())
+                })?;
+            }
             println!(
                 "built the korean dictionary in {} in {:.1} s",
                 out.display(),

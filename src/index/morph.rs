@@ -15,7 +15,9 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use lindera::dictionary::{load_dictionary, DictionaryBuilder, Lattice, Metadata};
+use lindera::dictionary::{
+    load_dictionary, load_user_dictionary_from_bin, DictionaryBuilder, Lattice, Metadata,
+};
 use lindera::mode::Mode;
 use lindera::segmenter::Segmenter;
 use lindera::token::Token;
@@ -37,7 +39,9 @@ static ANALYZER: OnceLock<Analyzer> = OnceLock::new();
 
 #[derive(Clone)]
 pub enum Analyzer {
-    Korean(Box<Segmenter>),
+    /// mecab-ko-dic, with the user dictionary when there is one; the name
+    /// says which (see [`Analyzer::name`]).
+    Korean(Box<Segmenter>, String),
     /// No dictionary: words only.
     Words,
     /// `CHAJA_KO_DIC=off`: no morphological tokens at all, for the fastest
@@ -46,12 +50,11 @@ pub enum Analyzer {
 }
 
 impl Analyzer {
-    /// `ko-dic-2`, `words` or `off`; recorded with each index generation.
-    pub fn name(&self) -> &'static str {
+    /// `ko-dic-2` (`ko-dic-2+user-<hash>` with a user dictionary), `words`
+    /// or `off`; recorded with each index generation.
+    pub fn name(&self) -> &str {
         match self {
-            // The rules below change what a token yields: a new version
-            // tells `chaja serve` that older generations need a reindex.
-            Analyzer::Korean(_) => "ko-dic-2",
+            Analyzer::Korean(_, name) => name,
             Analyzer::Words => "words",
             Analyzer::Off => "off",
         }
@@ -60,7 +63,7 @@ impl Analyzer {
     /// The content morphemes of `text`, normalized like the n-gram fields.
     pub fn morphemes(&self, text: &str) -> Vec<String> {
         match self {
-            Analyzer::Korean(segmenter) => content_morphemes(segmenter, &normalize(text)),
+            Analyzer::Korean(segmenter, _) => content_morphemes(segmenter, &normalize(text)),
             Analyzer::Words => normalize(text)
                 .split(|c: char| !c.is_alphanumeric())
                 .filter(|w| !w.is_empty())
@@ -156,10 +159,10 @@ pub fn init(dir: &Path) -> &'static Analyzer {
 }
 
 fn korean_or_words(dir: &Path) -> Analyzer {
-    match load(dir) {
-        Ok(segmenter) => {
-            tracing::info!(dictionary = %dir.display(), "korean morphology on (mecab-ko-dic)");
-            Analyzer::Korean(Box::new(segmenter))
+    match Analyzer::load(dir) {
+        Ok(analyzer) => {
+            tracing::info!(dictionary = %dir.display(), analyzer = analyzer.name(), "korean morphology on (mecab-ko-dic)");
+            analyzer
         }
         Err(e) => {
             tracing::warn!(
@@ -181,15 +184,53 @@ pub fn analyzer() -> &'static Analyzer {
     ANALYZER.get().unwrap_or(&WORDS)
 }
 
-fn load(dir: &Path) -> Result<Segmenter> {
-    let path = dir
-        .to_str()
-        .ok_or_else(|| Error::Dictionary("the dictionary path is not UTF-8".into()))?;
-    if !dir.join("metadata.json").is_file() {
-        return Err(Error::Dictionary(format!("no dictionary at {path}")));
+/// The user dictionary's file in a built dictionary's folder.
+const USER_DICTIONARY: &str = "user.bin";
+
+/// The rules of [`content_morphemes`]: a new version tells `chaja serve`
+/// that older generations need a reindex.
+const KO_DIC_RULES: &str = "ko-dic-2";
+
+impl Analyzer {
+    /// The Korean analyzer of the dictionary built in `dir`, with its user
+    /// dictionary (`user.bin`) when there is one. Not the process's analyzer
+    /// (see [`init`]); tests and tools load others with it.
+    pub fn load(dir: &Path) -> Result<Analyzer> {
+        let path = dir
+            .to_str()
+            .ok_or_else(|| Error::Dictionary("the dictionary path is not UTF-8".into()))?;
+        if !dir.join("metadata.json").is_file() {
+            return Err(Error::Dictionary(format!("no dictionary at {path}")));
+        }
+        let dictionary = load_dictionary(path).map_err(|e| Error::Dictionary(e.to_string()))?;
+        let user_file = dir.join(USER_DICTIONARY);
+        let (user, name) = if user_file.is_file() {
+            // The hash names this user dictionary: another one changes
+            // what rows yield, and generations record it.
+            let hash = blake3::hash(&std::fs::read(&user_file)?).to_hex();
+            let user = load_user_dictionary_from_bin(&user_file)
+                .map_err(|e| Error::Dictionary(e.to_string()))?;
+            (Some(user), format!("{KO_DIC_RULES}+user-{}", &hash[..8]))
+        } else {
+            (None, KO_DIC_RULES.to_owned())
+        };
+        Ok(Analyzer::Korean(
+            Box::new(Segmenter::new(Mode::Normal, dictionary, user)),
+            name,
+        ))
     }
-    let dictionary = load_dictionary(path).map_err(|e| Error::Dictionary(e.to_string()))?;
-    Ok(Segmenter::new(Mode::Normal, dictionary, None))
+}
+
+/// Adds a user dictionary to the dictionary built in `out`: a CSV of
+/// `surface,part_of_speech_tag,reading` rows (lindera's simple user
+/// dictionary; `비급여,NNG,비급여`), for words mecab-ko-dic splits or does not
+/// know. A reindex rolls it out (the analyzer's name changes with it).
+pub fn build_user_dictionary(csv: &Path, out: &Path) -> Result<()> {
+    let metadata =
+        Metadata::load(KO_DIC_METADATA.as_bytes()).map_err(|e| Error::Dictionary(e.to_string()))?;
+    DictionaryBuilder::new(metadata)
+        .build_user_dictionary(csv, &out.join(USER_DICTIONARY))
+        .map_err(|e| Error::Dictionary(e.to_string()))
 }
 
 /// Builds the dictionary from mecab-ko-dic 2.1.1 sources (its CSVs,

@@ -97,7 +97,7 @@ pub async fn reindex_locked(
     // there is little to analyse and tantivy gets every core.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let analysing = match morph::analyzer() {
-        Analyzer::Korean(_) => (cores / 2).max(1),
+        Analyzer::Korean(..) => (cores / 2).max(1),
         Analyzer::Words | Analyzer::Off => 0,
     };
     let pool = match analysing {

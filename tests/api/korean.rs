@@ -192,6 +192,43 @@ async fn suggestions_complete_initials_half_syllables_and_latin_typing() {
     app.finish().await;
 }
 
+/// A user dictionary (`chaja dict build --user`) keeps whole the words
+/// mecab-ko-dic splits, and names itself in the analyzer's name, so that
+/// generations built without it are told apart.
+#[test]
+fn a_user_dictionary_keeps_words_whole_that_mecab_ko_dic_splits() {
+    let base = analyzer();
+    let words = ["비급여", "쿠버네티스", "당근마켓"];
+    let text = "비급여 항목과 쿠버네티스 설정, 당근마켓 거래";
+    // Today: [급여, 항목, 쿠, 버네, 티스, 설정, 당근, 마켓, 거래].
+    let before = base.morphemes(text);
+    for w in words {
+        assert!(
+            !before.iter().any(|m| m == w),
+            "mecab-ko-dic keeps {w} whole: {before:?}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(ko_dic()).unwrap() {
+        let entry = entry.unwrap();
+        std::os::unix::fs::symlink(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    let csv = dir.path().join("user.csv");
+    let rows: String = words.iter().map(|w| format!("{w},NNG,{w}\n")).collect();
+    std::fs::write(&csv, rows).unwrap();
+    morph::build_user_dictionary(&csv, dir.path()).unwrap();
+    let with_user = morph::Analyzer::load(dir.path()).unwrap();
+    assert!(
+        with_user.name().starts_with("ko-dic-2+user-"),
+        "{}",
+        with_user.name()
+    );
+    let after = with_user.morphemes(text);
+    for w in words {
+        assert!(after.iter().any(|m| m == w), "{w} in {after:?}");
+    }
+}
+
 /// A first page that finds little offers what may have been meant, each
 /// with its exact total, and never replaces the query: Latin-layout typing,
 /// 초성, and a typo a keystroke away.
