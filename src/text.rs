@@ -8,14 +8,20 @@
 use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
-/// NFKC, then Unicode's lowercasing of the whole string.
+/// NFKC, then lowercase, with the two Greek small sigmas as one.
 ///
 /// NFKC folds full-width Latin, compatibility jamo and ligatures, and composes
 /// the decomposed (NFD) Hangul that macOS writes. Lowercasing afterwards is
-/// the case folding `LIKE` does under a case-insensitive collation. It is
-/// [`str::to_lowercase`], not a per-character map: a capital sigma at the end
-/// of a word becomes the final `ς` (`ΣΊΣΥΦΟΣ` → `σίσυφος`), as it does in
-/// the query. It is lowercasing and not full case folding: `ß` stays `ß`.
+/// the case folding `LIKE` does under a case-insensitive collation.
+///
+/// Greek lowercases a capital sigma to `ς` at the end of a word and to `σ`
+/// elsewhere, so Unicode's whole-string lowercasing depends on where a
+/// string ends: `ΣΊΣΥΦΟΣ` becomes `σίσυφος` but its prefix `ΣΊΣ` becomes
+/// `σίς`, which is no longer a substring of it. Matching is substring
+/// matching, so the rule here is a per-character map that folds `ς` into
+/// `σ` too: `σίσυφος`, `ΣΊΣΥΦΟΣ` and `ΣΊΣ` all find the row, as they do
+/// under MySQL's case-insensitive collations. It is lowercasing and not
+/// full case folding: `ß` stays `ß`.
 ///
 /// Changing this rule changes the index: bump [`NORMALIZATION`].
 pub fn normalize(text: &str) -> String {
@@ -28,29 +34,26 @@ pub fn normalize(text: &str) -> String {
     {
         return text.to_ascii_lowercase();
     }
+    let mut out = String::with_capacity(text.len());
     // Otherwise most text is still NFKC, and skips the composition pass.
-    let nfkc: std::borrow::Cow<str> = if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
-        text.into()
+    if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
+        text.chars().for_each(|c| push_lowercase(&mut out, c));
     } else {
-        text.nfkc().collect::<String>().into()
-    };
-    // Only a capital sigma lowercases by its context; everything else is a
-    // per-character map, done without the table search for Hangul.
-    if nfkc.contains('\u{03A3}') {
-        return nfkc.to_lowercase();
+        text.nfkc().for_each(|c| push_lowercase(&mut out, c));
     }
-    let mut out = String::with_capacity(nfkc.len());
-    nfkc.chars().for_each(|c| push_lowercase(&mut out, c));
     out
 }
 
-/// `char::to_lowercase`, skipping its table search for ASCII and Hangul
+/// `char::to_lowercase` with the final sigma folded into `σ` (see
+/// [`normalize`]), skipping the table search for ASCII and Hangul
 /// syllables, which are most of the text.
 fn push_lowercase(out: &mut String, c: char) {
     if c.is_ascii() {
         out.push(c.to_ascii_lowercase());
     } else if ('\u{AC00}'..='\u{D7A3}').contains(&c) {
         out.push(c);
+    } else if c == 'ς' {
+        out.push('σ');
     } else {
         out.extend(c.to_lowercase());
     }
@@ -58,7 +61,7 @@ fn push_lowercase(out: &mut String, c: char) {
 
 /// Names the rule [`normalize`] implements. An index built under another
 /// rule may miss rows: the server warns, and `chaja reindex` rebuilds it.
-pub const NORMALIZATION: &str = "nfkc-lowercase-2";
+pub const NORMALIZATION: &str = "nfkc-lowercase-sigma-3";
 
 /// One required substring of a search query, already normalized.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -174,15 +177,6 @@ fn mapped(original: &str) -> Mapped {
         }
     }
     flush(chunk_start, original.len(), &mut text);
-    // Chunks are lowercased alone, so a capital sigma did not see its
-    // neighbours. The whole text's lowercasing differs only there, and `σ`
-    // and `ς` have the same UTF-8 length: the byte map still holds.
-    if text.contains('\u{03C3}') {
-        let whole = normalize(original);
-        if whole.len() == text.len() {
-            text = whole;
-        }
-    }
     Mapped { text, origin }
 }
 
@@ -335,10 +329,14 @@ mod tests {
 
     proptest::proptest! {
         /// The fast paths change nothing: the definition is NFKC, then
-        /// the whole string's lowercasing.
+        /// lowercase character by character, with `ς` as `σ`.
         #[test]
-        fn normalize_is_nfkc_then_lowercase(text in "(\\PC|[가-힣ㄱ-ㅎＡ-ｚA-Z\u{1100}-\u{11FF}\u{0300}-\u{036F}İΣΟ ])*") {
-            let reference = text.nfkc().collect::<String>().to_lowercase();
+        fn normalize_is_nfkc_then_lowercase(text in "(\\PC|[가-힣ㄱ-ㅎＡ-ｚA-Z\u{1100}-\u{11FF}\u{0300}-\u{036F}İΣΟς ])*") {
+            let reference: String = text
+                .nfkc()
+                .flat_map(char::to_lowercase)
+                .map(|c| if c == 'ς' { 'σ' } else { c })
+                .collect();
             proptest::prop_assert_eq!(normalize(&text), reference);
         }
 
@@ -346,6 +344,17 @@ mod tests {
         fn normalize_of_ascii_and_hangul_syllables(text in "[가-힣a-zA-Z0-9 .,!?\t\n]*") {
             let reference = text.nfkc().collect::<String>().to_lowercase();
             proptest::prop_assert_eq!(normalize(&text), reference);
+        }
+
+        /// Substrings stay substrings: what `LIKE` finds in a text, the
+        /// normalized keyword finds in the normalized text.
+        #[test]
+        fn a_substring_normalizes_to_a_substring(text in "[ΣΟΑσςabAB가 ]{0,12}", start in 0usize..12, len in 1usize..12) {
+            let chars: Vec<char> = text.chars().collect();
+            let start = start.min(chars.len());
+            let end = (start + len).min(chars.len());
+            let piece: String = chars[start..end].iter().collect();
+            proptest::prop_assert!(normalize(&text).contains(&normalize(&piece)));
         }
 
         /// Highlighting finds a keyword where matching does: its map of the
@@ -356,14 +365,15 @@ mod tests {
         }
     }
 
-    /// Whole-string lowercasing: a word-final capital sigma is `ς` in the
-    /// text and in the query alike, and `ß` is not folded to `ss`.
+    /// Every Greek sigma is one letter (`ΣΊΣΥΦΟΣ`, `σίσυφος` and its prefix
+    /// `ΣΊΣ` all match), and `ß` is not folded to `ss`.
     #[test]
-    fn normalize_knows_the_final_sigma_and_keeps_sharp_s() {
-        assert_eq!(normalize("ΣΊΣΥΦΟΣ"), "σίσυφος");
-        assert_eq!(kw("σίσυφος"), ["σίσυφος"]);
+    fn normalize_folds_the_final_sigma_and_keeps_sharp_s() {
+        assert_eq!(normalize("ΣΊΣΥΦΟΣ"), normalize("σίσυφος"));
         assert!(row_matches(&parse_query("σίσυφος"), "", "ὁ ΣΊΣΥΦΟΣ, 신화"));
         assert!(row_matches(&parse_query("ΣΊΣΥΦΟΣ"), "", "σίσυφος"));
+        assert!(row_matches(&parse_query("ΣΊΣ"), "", "ΣΊΣΥΦΟΣ"));
+        assert!(row_matches(&parse_query("ος"), "", "ΟΣΑ"));
         assert_eq!(normalize("STRAẞE Straße"), "straße straße");
         assert!(!row_matches(&parse_query("strasse"), "", "Straße"));
         let h = highlight("신화 ΣΊΣΥΦΟΣ 이야기", &parse_query("σίσυφος"), 160).unwrap();
