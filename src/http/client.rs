@@ -67,17 +67,23 @@ impl ClientResolver {
 
     pub fn resolve(&self, peer: IpAddr, headers: &HeaderMap) -> Client {
         let peer = peer.to_canonical();
-        let trusted = self.trusted.iter().any(|net| net.contains(&peer));
-        let forwarded = if trusted {
-            match self.header {
-                ForwardedHeader::XForwardedFor => client_ip::rightmost_x_forwarded_for(headers),
-                ForwardedHeader::Forwarded => client_ip::rightmost_forwarded(headers),
-            }
-            .ok()
-        } else {
-            None
+        if !self.trusted.iter().any(|net| net.contains(&peer)) {
+            return Client::new(peer);
+        }
+        let forwarded = match self.header {
+            ForwardedHeader::XForwardedFor => client_ip::rightmost_x_forwarded_for(headers),
+            ForwardedHeader::Forwarded => client_ip::rightmost_forwarded(headers),
         };
-        Client::new(forwarded.map_or(peer, |ip| ip.to_canonical()))
+        match forwarded {
+            Ok(ip) => Client::new(ip.to_canonical()),
+            // A trusted proxy that did not say who the client is (no header,
+            // or one a client garbled): charged to the proxy, and never
+            // loopback, though the proxy itself may be on this machine.
+            Err(_) => Client {
+                loopback: false,
+                ..Client::new(peer)
+            },
+        }
     }
 }
 
@@ -85,8 +91,11 @@ impl ClientResolver {
 /// request's extensions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Client {
-    /// The address, for the loopback rule.
+    /// The address.
     pub addr: IpAddr,
+    /// Whether the request comes from this machine: the loopback rule
+    /// (admin without a key, no per-client limits).
+    loopback: bool,
     /// What limits and counts are keyed by: the address, with IPv6 cut to
     /// its /64. One subscriber gets a whole /64, so keying by address would
     /// let one machine pose as 2^64 clients.
@@ -102,11 +111,15 @@ impl Client {
                 IpAddr::V6(Ipv6Addr::from(prefix))
             }
         };
-        Client { addr, key }
+        Client {
+            addr,
+            loopback: addr.is_loopback(),
+            key,
+        }
     }
 
     pub fn is_loopback(&self) -> bool {
-        self.addr.is_loopback()
+        self.loopback
     }
 }
 
@@ -138,6 +151,18 @@ mod tests {
         assert_eq!(resolver.resolve(stranger, &xff).addr, stranger);
         // A trusted proxy that sent nothing usable: the proxy itself.
         assert_eq!(resolver.resolve(proxy, &HeaderMap::new()).addr, proxy);
+        // ...and a proxy on this machine does not make its clients local.
+        let local = ClientResolver::new("127.0.0.1".parse().unwrap(), ForwardedHeader::Forwarded);
+        let garbled = headers("forwarded", "for=\", for=203.0.113.9");
+        let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+        assert!(!local.resolve(loopback, &garbled).is_loopback());
+        assert!(!local.resolve(loopback, &HeaderMap::new()).is_loopback());
+        assert!(local
+            .resolve(loopback, &headers("forwarded", "for=127.0.0.1"))
+            .is_loopback());
+        assert!(ClientResolver::default()
+            .resolve(loopback, &HeaderMap::new())
+            .is_loopback());
         // Off unless configured.
         let off = ClientResolver::default();
         assert_eq!(off.resolve(proxy, &xff).addr, proxy);

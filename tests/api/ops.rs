@@ -123,8 +123,18 @@ async fn a_client_over_its_rate_gets_429_with_retry_after() {
     })
     .await;
     for _ in 0..20 {
-        let (status, _) = app.get("/api/search?q=a").await;
-        assert_eq!(status, StatusCode::OK, "loopback is never rate limited");
+        let response = app
+            .client
+            .get(app.url("/api/search?q=a"))
+            .header("x-forwarded-for", "127.0.0.1")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::OK,
+            "loopback is never rate limited"
+        );
     }
     let mut limited = None;
     for _ in 0..20 {
@@ -423,18 +433,17 @@ async fn a_client_with_too_many_requests_in_flight_gets_429() {
     })
     .await;
     let held = app.state.db.pool.acquire().await.unwrap();
-    let write = |from: Option<&'static str>| {
-        let mut request = app
+    // The proxy on loopback names each request's client.
+    let write = |from: &'static str| {
+        let request = app
             .client
             .post(app.url("/api/users"))
+            .header("x-forwarded-for", from)
             .json(&json!({ "name": "대기" }));
-        if let Some(from) = from {
-            request = request.header("x-forwarded-for", from);
-        }
         tokio::spawn(async move { request.send().await.unwrap().status() })
     };
-    let waiting: Vec<_> = (0..2).map(|_| write(Some("203.0.113.5"))).collect();
-    let local: Vec<_> = (0..4).map(|_| write(None)).collect();
+    let waiting: Vec<_> = (0..2).map(|_| write("203.0.113.5")).collect();
+    let local: Vec<_> = (0..4).map(|_| write("127.0.0.1")).collect();
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     // The third from the same client is refused at once...
     let refused = app
@@ -493,6 +502,9 @@ async fn a_trusted_proxy_on_loopback_does_not_make_everyone_loopback() {
         .await
         .unwrap();
     assert_eq!(via_proxy.status(), StatusCode::FORBIDDEN);
+    // A trusted proxy that names no client is not a local client either.
+    let (status, _) = app.get("/metrics").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
     let local = app
         .client
         .get(app.url("/metrics"))
