@@ -108,7 +108,7 @@ impl App {
                 writer_memory: args.store.writer_memory(),
                 input: args.input_limits(),
                 request_timeout: args.limits().timeout,
-                heavy_searches: std::sync::Arc::new(tokio::sync::Semaphore::new(
+                heavy_searches: std::sync::Arc::new(crate::http::search::HeavyLane::new(
                     args.heavy_searches(),
                 )),
                 synonyms: std::sync::Arc::new(synonyms),

@@ -63,6 +63,10 @@ pub enum Error {
     #[error("index error")]
     Index(#[from] tantivy::TantivyError),
 
+    /// Too much heavy work is waiting already; try again later.
+    #[error("the server is busy with heavy searches; try again")]
+    Overloaded,
+
     /// A search ran out of its time budget (the request timeout).
     #[error("the search took too long; try again")]
     SearchTimedOut,
@@ -128,7 +132,7 @@ impl Error {
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::RedisUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Error::SearchTimedOut => StatusCode::SERVICE_UNAVAILABLE,
+            Error::SearchTimedOut | Error::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             e if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -148,6 +152,7 @@ impl Error {
             Error::Unprocessable(_) => "unprocessable",
             Error::RedisUnavailable(_) => "redis_unavailable",
             Error::SearchTimedOut => "timeout",
+            Error::Overloaded => "overloaded",
             e if e.is_unavailable() => "database_unavailable",
             _ => "internal",
         }

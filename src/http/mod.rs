@@ -56,7 +56,7 @@ pub struct AppState {
     /// deadline even if nothing else stops it.
     pub request_timeout: Duration,
     /// The lane heavy searches take turns in (see `search::is_heavy`).
-    pub heavy_searches: Arc<tokio::sync::Semaphore>,
+    pub heavy_searches: Arc<search::HeavyLane>,
     /// Query-time synonyms from the config file.
     pub synonyms: Arc<crate::synonyms::Synonyms>,
     /// `did_you_mean` per normalized query, for a short while.

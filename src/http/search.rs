@@ -311,10 +311,67 @@ pub fn to_request(
 /// totals), or a page past the first (never cached). They are legitimate,
 /// but a client varying them gets no help from any cache, so they run in a
 /// lane of their own, `CHAJA_HEAVY_SEARCHES` at a time, and cannot take
-/// every core from the searches a search box sends. Cursor pages are not
-/// heavy: newest-first cursor pages stop early like first pages.
+/// every core from the searches a search box sends. Cursor pages in any
+/// order but newest first are heavy too (they cannot stop early); newest-
+/// first cursor pages stop early like first pages.
 fn is_heavy(request: &Request) -> bool {
-    request.filter.from.is_some() || request.filter.to.is_some() || request.offset > 0
+    request.filter.from.is_some()
+        || request.filter.to.is_some()
+        || request.offset > 0
+        || (request.after.is_some() && request.sort != Sort::Recent)
+}
+
+/// The lane heavy searches take turns in, with a bounded queue: past
+/// `max_waiting` waiters a heavy search is refused at once (503) rather
+/// than holding one of the server's in-flight slots while it waits.
+pub struct HeavyLane {
+    turns: Arc<tokio::sync::Semaphore>,
+    waiting: std::sync::atomic::AtomicUsize,
+    max_waiting: usize,
+}
+
+impl HeavyLane {
+    pub fn new(turns: usize) -> HeavyLane {
+        HeavyLane {
+            turns: Arc::new(tokio::sync::Semaphore::new(turns.max(1))),
+            waiting: Default::default(),
+            max_waiting: 16 * turns.max(1),
+        }
+    }
+
+    /// A turn, once one is free; refused when too many already wait.
+    pub async fn enter(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        use std::sync::atomic::Ordering;
+        if let Ok(turn) = self.turns.clone().try_acquire_owned() {
+            return Ok(turn);
+        }
+        if self.waiting.fetch_add(1, Ordering::AcqRel) >= self.max_waiting {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(Error::Overloaded);
+        }
+        struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let _waiting = Waiting(&self.waiting);
+        self.turns
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Overloaded)
+    }
+
+    /// Takes a turn and keeps it until dropped: for tests that need the
+    /// lane busy.
+    pub async fn hold(&self) -> tokio::sync::OwnedSemaphorePermit {
+        self.turns
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the lane is never closed")
+    }
 }
 
 /// What a cursor is bound to: the query and filters, not the page size.
@@ -438,16 +495,15 @@ async fn search_handler(
         async move {
             // Heavy searches take turns for a few cores (see `is_heavy`);
             // the wait counts against the request's deadline.
-            let _turn = match heavy {
-                Some(lane) => Some(
-                    lane.acquire_owned()
-                        .await
-                        .map_err(|_| Error::SearchTimedOut)?,
-                ),
+            let turn = match heavy {
+                Some(lane) => Some(lane.enter().await?),
                 None => None,
             };
             let stop = budget.stop_on_drop();
             let (response, request) = tokio::task::spawn_blocking(move || {
+                // The turn is the work's, not the request's: a scan that
+                // outlives its request still holds it until it stops.
+                let _turn = turn;
                 let _enter = span.enter();
                 let started = Instant::now();
                 let result =

@@ -57,7 +57,7 @@ pub struct Generation {
     pub fields: Fields,
     /// Exact totals of queries per segment (see `search`).
     pub totals: SegmentTotals,
-    /// Documents searches have read in this generation: the work counter
+    /// Matches searches have visited in this generation: the work counter
     /// that shows a stopped search stopped.
     pub scanned: std::sync::atomic::AtomicU64,
 }

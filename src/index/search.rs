@@ -16,9 +16,13 @@
 //! segment would otherwise leave a core idle. A time filter (`from`, `to`)
 //! is a contiguous range of each sorted segment: only that range is read.
 //!
-//! A search can be stopped: its [`Budget`] is checked every few thousand
-//! documents, so a request that timed out or whose client left stops using
-//! a core within microseconds instead of finishing a scan nobody reads.
+//! A search can be stopped: its [`Budget`] is checked at the start of
+//! every scanned range and after every 4,096 matches the scorer yields, so
+//! a request that timed out or whose client left stops using a core soon
+//! after, instead of finishing a scan nobody reads. The scorer's own work
+//! between two matches is not interrupted: a phrase of common grams that
+//! rarely occur together can run on until its next match or the range's
+//! end.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -365,9 +369,9 @@ fn single_term(fields: &Fields, request: &Request) -> Option<Term> {
     }
 }
 
-/// Documents a scan reads between two looks at its [`Budget`]: a look is
-/// an atomic load and a clock read, a document is tens of nanoseconds.
-const BUDGET_EVERY_DOCS: u32 = 4096;
+/// Matches a scan visits between two looks at its [`Budget`]: a look is
+/// an atomic load and a clock read, a match is tens of nanoseconds.
+const BUDGET_EVERY_MATCHES: u32 = 4096;
 
 /// When a search must stop: the request that wanted it is gone, or its
 /// deadline passed. Cloned into the blocking task; the request side keeps
@@ -652,7 +656,7 @@ fn scan(
     let mut total: u64 = 0;
     let mut collecting = k > 0;
     let mut scanned: u64 = 0;
-    let mut until_look: u32 = BUDGET_EVERY_DOCS;
+    let mut until_look: u32 = BUDGET_EVERY_MATCHES;
     let mut doc = scorer.doc();
     if doc < range.start {
         doc = scorer.seek(range.start);
@@ -662,7 +666,7 @@ fn scan(
         scanned += 1;
         until_look -= 1;
         if until_look == 0 {
-            until_look = BUDGET_EVERY_DOCS;
+            until_look = BUDGET_EVERY_MATCHES;
             if budget.exhausted() {
                 scanned_counter.fetch_add(scanned, Ordering::Relaxed);
                 return Err(SearchError::Stopped);

@@ -306,9 +306,11 @@ async fn cursor_secrets_are_generated_once_and_shared() {
 }
 
 /// A search whose request timed out stops working: the index's counter of
-/// documents read moves by a fraction of what the same search reads when
+/// matches visited moves by a fraction of what the same search visits when
 /// it runs to the end. Before, the blocking scan ran on after the 503 and
-/// read every document.
+/// visited every match. (With a 1 ms deadline the scan mostly stops at its
+/// first look at the budget, before the loop: this shows that a dropped
+/// request stops its work, not how soon inside the loop.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_that_timed_out_stops_reading_documents() {
     use chaja::index::search::{search, Request, Sort};
@@ -450,21 +452,39 @@ async fn heavy_searches_wait_for_their_lane_and_others_do_not() {
     .await;
     let user = app.create_user("u").await;
     app.create_question(user, "차선 시험", "본문").await;
+    app.create_question(user, "차선 둘", "본문").await;
     app.wait_indexed().await;
-    let turn = app
-        .state
-        .heavy_searches
-        .clone()
-        .acquire_owned()
-        .await
-        .unwrap();
+    let cursor = |sort: &str| {
+        let sort = sort.to_owned();
+        let app = &app;
+        async move {
+            let (_, first) = app
+                .get(&format!("/api/search?q=차선&sort={sort}&size=1"))
+                .await;
+            first["next_cursor"].as_str().unwrap().to_owned()
+        }
+    };
+    let (oldest, recent) = (cursor("oldest").await, cursor("recent").await);
+    let turn = app.state.heavy_searches.hold().await;
     let (status, body) = app.get("/api/search?q=차선").await;
     assert_eq!(
         (status, &body["total"]),
-        (StatusCode::OK, &json!(1)),
+        (StatusCode::OK, &json!(2)),
         "{body}"
     );
-    for heavy in ["&from=2000-01-01T00:00:00Z", "&page=2"] {
+    // Newest-first cursor pages stop early: not heavy.
+    let (status, body) = app
+        .get(&format!(
+            "/api/search?q=차선&sort=recent&size=1&cursor={recent}"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let oldest_page = format!("&sort=oldest&size=1&cursor={oldest}");
+    for heavy in [
+        "&from=2000-01-01T00:00:00Z",
+        "&page=2",
+        oldest_page.as_str(),
+    ] {
         let (status, body) = app.get(&format!("/api/search?q=차선{heavy}")).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{heavy}: {body}");
     }
@@ -474,7 +494,7 @@ async fn heavy_searches_wait_for_their_lane_and_others_do_not() {
         .await;
     assert_eq!(
         (status, &body["total"]),
-        (StatusCode::OK, &json!(1)),
+        (StatusCode::OK, &json!(2)),
         "{body}"
     );
     app.finish().await;
