@@ -6,14 +6,22 @@ use tokio_util::sync::CancellationToken;
 
 use chaja::config::{Cli, Command, DictCommand};
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     // Settings from `./.env`, under any already in the environment; only
     // the working directory's file, never one found in a parent directory.
+    // Read before the runtime starts its threads: setting environment
+    // variables while other threads may read them is unsound.
     let dotenv = match dotenvy::from_path(".env") {
         Err(dotenvy::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
         other => Some(other),
     };
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(dotenv))
+}
+
+async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
     let cli = Cli::parse();
     chaja::telemetry::init(&cli.log_format);
     match dotenv {

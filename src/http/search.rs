@@ -143,31 +143,41 @@ pub type AlternativesCache = moka::future::Cache<String, Arc<Vec<Alternative>>>;
 
 /// The alternatives of a query that found little: candidate words from the
 /// suggester, each kept only if it finds something (its exact total is
-/// counted on the live index). Failures leave the answer without them: a
-/// search never fails for want of a suggestion.
+/// counted on the live index). Optional work, so it runs only when the
+/// heavy lane has a turn free at once, on the blocking pool, each count
+/// with a short budget; otherwise, or on any failure, the answer goes
+/// without. A search never waits or fails for want of a suggestion.
 async fn alternatives(state: &AppState, q: &str) -> Arc<Vec<Alternative>> {
     let key = crate::text::normalize(q.trim());
+    if let Some(known) = state.did_you_mean.get(&key).await {
+        return known;
+    }
+    let Some(turn) = state.heavy_searches.try_enter() else {
+        return Arc::default();
+    };
     let suggester = state.suggester.clone();
     let generation = state.index.live();
     let q = q.to_owned();
-    state
-        .did_you_mean
-        .get_with(key, async move {
-            let words = suggester.did_you_mean(&q, 3);
-            let counted = tokio::task::spawn_blocking(move || {
-                words
-                    .into_iter()
-                    .filter_map(|word| {
-                        let request = Request::newest_first(parse_query(&word), 1);
-                        let total = search::search(&generation, &request).ok()?.total;
-                        (total > 0).then_some(Alternative { q: word, total })
-                    })
-                    .collect::<Vec<_>>()
+    let counted = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        let deadline = Instant::now() + std::time::Duration::from_millis(200);
+        suggester
+            .did_you_mean(&q, 3)
+            .into_iter()
+            .filter_map(|word| {
+                let request = Request::newest_first(parse_query(&word), 1);
+                let budget = search::Budget::until(deadline);
+                let total = search::search_budgeted(&generation, &request, &budget)
+                    .ok()?
+                    .total;
+                (total > 0).then_some(Alternative { q: word, total })
             })
-            .await;
-            Arc::new(counted.unwrap_or_default())
-        })
-        .await
+            .collect::<Vec<_>>()
+    })
+    .await;
+    let found = Arc::new(counted.unwrap_or_default());
+    state.did_you_mean.insert(key, found.clone()).await;
+    found
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -363,6 +373,11 @@ impl HeavyLane {
             .map_err(|_| Error::Overloaded)
     }
 
+    /// A turn if one is free now, for optional work.
+    pub fn try_enter(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.turns.clone().try_acquire_owned().ok()
+    }
+
     /// Takes a turn and keeps it until dropped: for tests that need the
     /// lane busy.
     pub async fn hold(&self) -> tokio::sync::OwnedSemaphorePermit {
@@ -546,12 +561,13 @@ async fn search_handler(
     // the most actionable signal a content site has.
     if let (true, Some(client)) = (first_page, client) {
         let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
-        let counter = if answer.total > 0 {
-            &state.trending
-        } else {
-            &state.zero_results
-        };
-        counter.record(&keywords.join(" "), client);
+        if answer.total > 0 {
+            state.trending.record(&keywords.join(" "), client);
+        } else if request.filter == Filter::default() {
+            // Only unfiltered: `파이썬` by an author with no posts, or in a
+            // random date range, says nothing about what the site lacks.
+            state.zero_results.record(&keywords.join(" "), client);
+        }
     }
     let did_you_mean = if first_page && answer.total <= LOW_RESULTS {
         Some(alternatives(&state, params.q.as_deref().unwrap_or_default()).await)

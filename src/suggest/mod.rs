@@ -143,8 +143,15 @@ impl Candidates {
             // long: a bounded neighbourhood, however large the vocabulary.
             let most = (key.len() / 4).max(1);
             let mut best: Option<(usize, u32)> = None;
-            for i in Self::prefixed(&self.by_keystrokes, &first.to_string()) {
-                let other = hangul::keystrokes(&self.entries[i as usize].text);
+            let first = first.to_string();
+            let start = self
+                .by_keystrokes
+                .partition_point(|(k, _)| k.as_str() < first.as_str());
+            let neighbours = self.by_keystrokes[start..]
+                .iter()
+                .take_while(|(k, _)| k.starts_with(first.as_str()));
+            for (other, i) in neighbours {
+                let i = *i;
                 let len = other.chars().count();
                 if len.abs_diff(key.len()) > most {
                     continue;
@@ -197,6 +204,8 @@ impl Suggester {
 
     /// Up to `limit` words a query that found little may have meant (see
     /// `Candidates::did_you_mean`); the caller checks each finds something.
+    /// Blocking: it compares the query with every word that starts with the
+    /// same keystroke.
     pub fn did_you_mean(&self, query: &str, limit: usize) -> Vec<String> {
         let candidates = self.current.read().expect("suggest lock").clone();
         candidates.did_you_mean(query, limit)

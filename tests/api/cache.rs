@@ -466,6 +466,14 @@ async fn trending_over_http(redis: bool) {
         {"keyword": "자바", "count": 1},
     ]);
     assert_eq!(body["keywords"], expected);
+    // A filtered search that found nothing says nothing about the content.
+    search(&a, "스프링", "&author_id=999999").await;
+    search(
+        &a,
+        "스프링",
+        "&from=1990-01-01T00:00:00Z&to=1990-01-02T00:00:00Z",
+    )
+    .await;
     // What found nothing is counted apart (`a` is too short to list).
     app.state.zero_results.flush().await;
     let (status, zero) = app.get("/api/search/zero-results?window=24h").await;
