@@ -43,6 +43,8 @@ pub use self::redis::{BreakerState, RedisTier};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Answer {
     pub total: u64,
+    /// `total` by kind, `[questions, reviews]`.
+    pub by_kind: [u64; 2],
     pub hits: Vec<HitBody>,
     pub next_cursor: Option<String>,
     /// The index version it was computed on ([`Progress::version`]).
@@ -55,15 +57,17 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// `by_kind` is `[questions, reviews]`; the total is their sum.
     pub fn new(
-        total: u64,
+        by_kind: [u64; 2],
         hits: Vec<HitBody>,
         next_cursor: Option<String>,
         watermark: i64,
         computed_at_ms: i64,
     ) -> Answer {
         Answer {
-            total,
+            total: by_kind[0] + by_kind[1],
+            by_kind,
             hits,
             next_cursor,
             watermark,
@@ -399,7 +403,7 @@ fn served(answer: Arc<Answer>, now: i64, stale: bool) -> (Arc<Answer>, CacheStat
 
 impl L2 {
     fn key(&self, key: &str) -> String {
-        format!("{}search:v2:{key}", self.redis.prefix)
+        format!("{}search:v3:{key}", self.redis.prefix)
     }
 
     fn lock_key(&self, key: &str) -> String {
@@ -477,7 +481,7 @@ mod tests {
     use super::*;
 
     fn answer(watermark: i64) -> Answer {
-        Answer::new(1, Vec::new(), None, watermark, now_ms())
+        Answer::new([1, 0], Vec::new(), None, watermark, now_ms())
     }
 
     fn cache(grace_ms: u64, progress: &Arc<Progress>) -> SearchCache {

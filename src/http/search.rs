@@ -110,6 +110,8 @@ pub enum MatchParam {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SearchResponse {
     pub total: u64,
+    /// `total` by type; the counts sum to it.
+    pub totals: TypeTotals,
     pub hits: Vec<HitBody>,
     /// Present when synonyms widened the query: every keyword and synonym
     /// searched for, keywords first.
@@ -125,6 +127,13 @@ pub struct SearchResponse {
     pub next_cursor: Option<String>,
     pub took_ms: f64,
     pub cache: CacheStatus,
+}
+
+/// Matching rows by type, exact, for 질문 / 리뷰 tabs.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct TypeTotals {
+    pub question: u64,
+    pub review: u64,
 }
 
 /// A query that may be what was meant, with its exact total.
@@ -535,7 +544,7 @@ async fn search_handler(
                 _ => None,
             };
             Ok(Answer::new(
-                response.total,
+                response.by_kind,
                 response.hits.into_iter().map(HitBody::from).collect(),
                 next_cursor,
                 watermark,
@@ -587,6 +596,7 @@ async fn search_handler(
     #[derive(Serialize)]
     struct Body<'a> {
         total: u64,
+        totals: TypeTotals,
         hits: &'a serde_json::value::RawValue,
         #[serde(skip_serializing_if = "Option::is_none")]
         expanded: Option<Vec<&'a str>>,
@@ -606,6 +616,10 @@ async fn search_handler(
     });
     let body = serde_json::to_vec(&Body {
         total: answer.total,
+        totals: TypeTotals {
+            question: answer.by_kind[0],
+            review: answer.by_kind[1],
+        },
         hits,
         expanded,
         did_you_mean: did_you_mean

@@ -62,8 +62,9 @@ pub struct Generation {
     pub scanned: std::sync::atomic::AtomicU64,
 }
 
-/// (segment, its deleted-document count, query) → matching documents.
-pub type SegmentTotals = moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), u64>;
+/// (segment, its deleted-document count, query) → matching documents by
+/// kind (`search::KindCounts`).
+pub type SegmentTotals = moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), [u64; 2]>;
 
 impl Generation {
     fn open(root: &Path, id: u64) -> Result<Generation> {

@@ -7,8 +7,9 @@
 //! - 3 characters: one trigram term in `title` or `content`;
 //! - longer: a slop-0 phrase of the fewest trigrams that pin every character.
 //!
-//! The total is exact. For a single-term query on a segment without deletes
-//! it is the term's document frequency; otherwise every match is visited.
+//! The total is exact, and split by kind (questions, reviews): every match
+//! is visited once per segment and the counts are kept per segment (see
+//! `Generation::totals`), so later queries only find their top-k.
 //! Segments are sorted by `created_at` descending, so the newest-first top-k
 //! of a segment is final as soon as a match is older than the k-th best; the
 //! rest of the segment is only counted. Large segments are cut in two halves
@@ -169,10 +170,6 @@ impl Request {
         std::iter::once(&self.keywords[i]).chain(self.synonyms.get(i).into_iter().flatten())
     }
 
-    fn has_synonyms(&self) -> bool {
-        self.synonyms.iter().any(|s| !s.is_empty())
-    }
-
     /// Every keyword and synonym, for highlighting.
     pub fn all_forms(&self) -> Vec<Keyword> {
         (0..self.keywords.len())
@@ -197,6 +194,8 @@ pub struct Hit {
 pub struct Response {
     /// Every matching row, exactly, regardless of paging.
     pub total: u64,
+    /// The same by kind: `[questions, reviews]`; they sum to `total`.
+    pub by_kind: KindCounts,
     pub hits: Vec<Hit>,
 }
 
@@ -354,21 +353,6 @@ fn totals_key(request: &Request) -> String {
     .to_string()
 }
 
-/// The one term a query is, when it is one: its total is a document count.
-fn single_term(fields: &Fields, request: &Request) -> Option<Term> {
-    if request.morph || request.has_synonyms() {
-        return None;
-    }
-    match (request.keywords.as_slice(), request.filter.author_id) {
-        ([keyword], None) => match keyword.char_len() {
-            1 => Some(Term::from_field_text(fields.chars, keyword.as_str())),
-            2 => Some(Term::from_field_text(fields.grams2, keyword.as_str())),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// Matches a scan visits between two looks at its [`Budget`]: a look is
 /// an atomic load and a clock read, a match is tens of nanoseconds.
 const BUDGET_EVERY_MATCHES: u32 = 4096;
@@ -449,8 +433,16 @@ pub enum SearchError {
 /// What one scanned range of one segment found.
 #[derive(Default)]
 struct Partial {
-    total: u64,
+    counts: KindCounts,
     top: Vec<(Rank, DocAddress)>,
+}
+
+/// Matches by kind, indexed by the low bit of their uid: `[questions,
+/// reviews]`.
+pub type KindCounts = [u64; 2];
+
+fn kind_index(uid: u64) -> usize {
+    (uid & 1) as usize
 }
 
 /// Runs a search on one generation. Blocking: call it off the async workers.
@@ -532,13 +524,12 @@ fn search_within(
         EnableScoring::disabled_from_searcher(&searcher)
     };
     let weight = query.weight(enable)?;
-    let term = single_term(fields, request);
 
     // Segments never change but for deletes, so a segment's total for a
     // query stays true until its delete count moves: a frequent phrase is
     // counted once per segment, and after a commit only new segments are.
     let counts_key: Arc<str> = totals_key(request).into();
-    let mut tasks: Vec<(u32, Range<DocId>, Option<u64>)> = Vec::new();
+    let mut tasks: Vec<(u32, Range<DocId>, Option<KindCounts>)> = Vec::new();
     let mut keys = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
         let window = time_window(segment, &request.filter)?;
@@ -547,24 +538,14 @@ fn search_within(
             segment.num_deleted_docs(),
             counts_key.clone(),
         );
-        let known_total = match &term {
-            Some(term) if !segment.has_deletes() && !request.filter.needs_scan_check() => {
-                Some(u64::from(
-                    segment
-                        .inverted_index(term.field())?
-                        .doc_freq(term)
-                        .map_err(tantivy::TantivyError::from)?,
-                ))
-            }
-            _ => generation.totals.get(&key),
-        };
+        let known_total = generation.totals.get(&key);
         // A known total still leaves the top-k to find: halves keep both
         // cores busy for the orders that cannot stop early. The first half
         // carries the segment's total, the second adds nothing to it.
         if window.len() > split_docs as usize {
             let middle = window.start + (window.end - window.start) / 2;
             tasks.push((ord as u32, window.start..middle, known_total));
-            tasks.push((ord as u32, middle..window.end, known_total.map(|_| 0)));
+            tasks.push((ord as u32, middle..window.end, known_total.map(|_| [0, 0])));
         } else {
             tasks.push((ord as u32, window, known_total));
         }
@@ -590,20 +571,23 @@ fn search_within(
         })
         .collect::<std::result::Result<Vec<Partial>, SearchError>>()?;
     budget.check()?;
-    let mut segment_totals = vec![0u64; keys.len()];
+    let mut segment_totals = vec![[0u64; 2]; keys.len()];
     for ((ord, _, _), partial) in tasks.iter().zip(&partials) {
-        segment_totals[*ord as usize] += partial.total;
+        let sum = &mut segment_totals[*ord as usize];
+        sum[0] += partial.counts[0];
+        sum[1] += partial.counts[1];
     }
-    for ((key, known), total) in keys.into_iter().zip(segment_totals) {
+    for ((key, known), counts) in keys.into_iter().zip(segment_totals) {
         if !known {
-            generation.totals.insert(key, total);
+            generation.totals.insert(key, counts);
         }
     }
 
-    let mut total = 0;
+    let mut by_kind: KindCounts = [0, 0];
     let mut ranked: Vec<(Rank, DocAddress)> = Vec::new();
     for partial in partials {
-        total += partial.total;
+        by_kind[0] += partial.counts[0];
+        by_kind[1] += partial.counts[1];
         ranked.extend(partial.top);
     }
     ranked.sort_unstable_by_key(|entry| Reverse(entry.0));
@@ -614,7 +598,11 @@ fn search_within(
         .take(request.limit)
         .map(|(rank, address)| load_hit(&searcher, fields, &highlighted, rank, address))
         .collect::<Result<Vec<Hit>>>()?;
-    Ok(Response { total, hits })
+    Ok(Response {
+        total: by_kind[0] + by_kind[1],
+        by_kind,
+        hits,
+    })
 }
 
 /// What a scan answers to: when to stop, and where to count its reads.
@@ -632,7 +620,7 @@ fn scan(
     segment: &SegmentReader,
     ord: u32,
     range: Range<DocId>,
-    known_total: Option<u64>,
+    known_total: Option<KindCounts>,
     request: &Request,
     work: Work,
 ) -> std::result::Result<Partial, SearchError> {
@@ -653,7 +641,7 @@ fn scan(
     let can_stop = request.sort == Sort::Recent;
 
     let mut top: BinaryHeap<Reverse<(Rank, DocId)>> = BinaryHeap::with_capacity(k + 1);
-    let mut total: u64 = 0;
+    let mut counts: KindCounts = [0, 0];
     let mut collecting = k > 0;
     let mut scanned: u64 = 0;
     let mut until_look: u32 = BUDGET_EVERY_MATCHES;
@@ -677,14 +665,11 @@ fn scan(
             continue;
         }
         if !collecting {
-            // Counting only: read fast fields just when a filter needs them.
-            if !check_filter
-                || filter.accepts(
-                    created.first(doc).unwrap_or_default(),
-                    uid.first(doc).unwrap_or_default(),
-                )
-            {
-                total += 1;
+            // Counting only: the uid says the kind; `created_at` is read
+            // just when a filter needs it.
+            let doc_uid = uid.first(doc).unwrap_or_default();
+            if !check_filter || filter.accepts(created.first(doc).unwrap_or_default(), doc_uid) {
+                counts[kind_index(doc_uid)] += 1;
             }
             doc = scorer.advance();
             continue;
@@ -703,7 +688,7 @@ fn scan(
             }
         }
         if filter.accepts(created_at, doc_uid) {
-            total += 1;
+            counts[kind_index(doc_uid)] += 1;
             let score = if request.sort == Sort::Relevance {
                 with_recency(scorer.score(), created_at, now)
             } else {
@@ -723,7 +708,7 @@ fn scan(
     }
     scanned_counter.fetch_add(scanned, Ordering::Relaxed);
     Ok(Partial {
-        total: known_total.unwrap_or(total),
+        counts: known_total.unwrap_or(counts),
         top: top
             .into_iter()
             .map(|Reverse((r, doc))| (r, DocAddress::new(ord, doc)))

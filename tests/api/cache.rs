@@ -84,7 +84,7 @@ async fn redis_keeps_answers_across_a_restart(store: Store) {
     assert_eq!(app.search("공유", "").await["cache"]["hit"], true);
     let prefix = app.args.cache_prefix.clone();
     wait_for("the answer in redis", || async {
-        redis_keys(&prefix, "search:v2:").await.len() == 1
+        redis_keys(&prefix, "search:v3:").await.len() == 1
     })
     .await;
     // A new process has an empty L1; the answer comes from Redis, younger
@@ -185,7 +185,7 @@ async fn a_flood_of_unique_queries_evicts_no_hot_key_and_stays_out_of_redis() {
     assert_eq!(hot["cache"]["hit"], true, "the hot key was evicted");
     assert_eq!(app.state.cache.computations(), computed + 1000);
     let prefix = app.args.cache_prefix.clone();
-    assert_eq!(redis_keys(&prefix, "search:v2:").await.len(), 1);
+    assert_eq!(redis_keys(&prefix, "search:v3:").await.len(), 1);
     app.finish().await;
 }
 
@@ -256,7 +256,7 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
 }
 
 fn answer(watermark: i64) -> Answer {
-    Answer::new(1, Vec::new(), None, watermark, chaja::db::now_ms())
+    Answer::new([1, 0], Vec::new(), None, watermark, chaja::db::now_ms())
 }
 
 /// Two replicas sharing Redis: when a hot key expires on both, one of them
@@ -298,7 +298,7 @@ async fn across_replicas_one_recomputes_an_expired_key() {
     get(a.clone(), release.clone()).await;
     get(a.clone(), release.clone()).await;
     wait_for("the answer in redis", || async {
-        redis_keys(&prefix, "search:v2:").await.len() == 1
+        redis_keys(&prefix, "search:v3:").await.len() == 1
     })
     .await;
     assert!(get(b.clone(), release.clone()).await.1.hit);

@@ -173,6 +173,14 @@ proptest! {
                 };
                 let response = search_split(&generation, &request, split).unwrap();
                 prop_assert_eq!(response.total, expected.len() as u64, "total for {:?}", q);
+                // By kind: uids of reviews are odd.
+                let reviews = expected.iter().filter(|(_, uid)| uid & 1 == 1).count() as u64;
+                prop_assert_eq!(
+                    response.by_kind,
+                    [expected.len() as u64 - reviews, reviews],
+                    "totals by kind for {:?}",
+                    q
+                );
                 prop_assert!(response.hits.len() <= size);
                 walked.extend(response.hits.iter().map(|h| (h.created_at, h.kind.uid(h.id))));
                 match response.hits.last() {

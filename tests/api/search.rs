@@ -42,6 +42,18 @@ async fn finds_rows_like_like_does(store: Store) {
     let r = |id| ("review".to_owned(), id);
     // Newest first; a review matches on its content.
     assert_eq!(app.search_ids("트랜잭션", "").await, [r(r1), q(q1)]);
+    // Totals by type, for 질문 / 리뷰 tabs: they sum to the total, and a
+    // type filter keeps only its own.
+    let both = app.search("트랜잭션", "").await;
+    assert_eq!(
+        both["totals"],
+        json!({"question": 1, "review": 1}),
+        "{both}"
+    );
+    let one_char = app.search("스", "").await;
+    assert_eq!(one_char["totals"], json!({"question": 2, "review": 0}));
+    let reviews = app.search("트랜잭션", "&type=review").await;
+    assert_eq!(reviews["totals"], json!({"question": 0, "review": 1}));
     // Spaces are characters: "스프링 부트" and "스프링부트" differ, as in LIKE.
     assert_eq!(app.search_ids("\"스프링 부트\"", "").await, [q(q1)]);
     assert_eq!(app.search_ids("스프링부트", "").await, [q(q2)]);
