@@ -350,3 +350,189 @@ async fn without_a_dictionary_search_runs_on_ngrams_and_says_how_to_add_one() {
     assert_eq!(log.matches("no korean dictionary").count(), 1, "{log}");
     assert!(log.contains("chaja dict build"), "{log}");
 }
+
+/// The hand-judged relevance set (`tests/relevance/set.json`): 36 posts,
+/// 35 queries with graded judgments. Mean nDCG@10 of `sort=relevance`, with
+/// and without `match=morph`, for three analyzers: plain words (no
+/// dictionary), mecab-ko-dic, and mecab-ko-dic with a user dictionary of
+/// the loanwords it splits. Each runs in a real server of its own. Prints
+/// the table BENCHMARKS.md records; fails if the dictionary stops helping.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relevance_set_ndcg_with_and_without_the_dictionary() {
+    let set: Value = serde_json::from_str(include_str!("../relevance/set.json")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // A user dictionary beside the built one, for words mecab-ko-dic splits.
+    let user_dic = dir.path().join("ko-dic-user");
+    std::fs::create_dir(&user_dic).unwrap();
+    for entry in std::fs::read_dir(ko_dic()).unwrap() {
+        let entry = entry.unwrap();
+        std::os::unix::fs::symlink(entry.path(), user_dic.join(entry.file_name())).unwrap();
+    }
+    let csv = dir.path().join("user.csv");
+    let words = [
+        "쿠버네티스",
+        "인그레스",
+        "엔진엑스",
+        "코루틴",
+        "라이프타임",
+        "리베이스",
+    ];
+    std::fs::write(
+        &csv,
+        words
+            .iter()
+            .map(|w| format!("{w},NNG,{w}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    morph::build_user_dictionary(&csv, &user_dic).unwrap();
+
+    let mut table = Vec::new();
+    for (name, dictionary) in [
+        ("words (no dictionary)", dir.path().join("none")),
+        ("mecab-ko-dic", ko_dic()),
+        ("mecab-ko-dic + user dictionary", user_dic.clone()),
+    ] {
+        let port = free_port();
+        let data = dir.path().join(name.replace(' ', "-"));
+        let _server = Server::start(&[
+            (
+                "DATABASE_URL",
+                format!("sqlite:{}/chaja.db?mode=rwc", data.display()),
+            ),
+            ("CHAJA_INDEX_DIR", data.join("index").display().to_string()),
+            ("CHAJA_BIND", format!("127.0.0.1:{port}")),
+            ("CHAJA_KO_DIC", dictionary.display().to_string()),
+        ]);
+        let base = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while client.get(format!("{base}/healthz")).send().await.is_err() {
+            assert!(Instant::now() < deadline, "server did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let post =
+            |path: &str, body: Value| client.post(format!("{base}{path}")).json(&body).send();
+        let user: Value = post("/api/users", serde_json::json!({"name": "평가"}))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let mut by_row = std::collections::HashMap::new();
+        for p in set["posts"].as_array().unwrap() {
+            let created: Value = post(
+                "/api/questions",
+                serde_json::json!({"author_id": user["id"], "title": p["title"], "content": p["content"]}),
+            )
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+            by_row.insert(
+                created["id"].as_i64().unwrap(),
+                p["id"].as_str().unwrap().to_owned(),
+            );
+        }
+        let last = *by_row.keys().max().unwrap();
+        let url =
+            |q: &str, extra: &str| format!("{base}/api/search?q={}&size=10{extra}", urlencode(q));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // Indexed once the last post is found by its own title.
+        loop {
+            let probe: Value = client
+                .get(format!("{base}/api/questions/{last}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let title = probe["title"].as_str().unwrap_or_default().to_owned();
+            let found: Value = client
+                .get(url(&format!("\"{title}\""), ""))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if found["total"].as_u64().unwrap_or(0) >= 1 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name}: the set was never indexed"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut row = vec![name.to_owned()];
+        for mode in ["&sort=relevance", "&sort=relevance&match=morph"] {
+            let mut sum = 0.0;
+            let queries = set["queries"].as_array().unwrap();
+            for query in queries {
+                let body: Value = client
+                    .get(url(query["q"].as_str().unwrap(), mode))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let ranked: Vec<String> = body["hits"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|h| by_row[&h["id"].as_i64().unwrap()].clone())
+                    .collect();
+                sum += ndcg_at_10(&ranked, &query["relevant"]);
+            }
+            row.push(format!("{:.3}", sum / queries.len() as f64));
+        }
+        table.push(row);
+    }
+    println!("| analyzer | sort=relevance | sort=relevance&match=morph |");
+    println!("|---|---|---|");
+    for row in &table {
+        println!("| {} |", row.join(" | "));
+    }
+    let score = |r: usize, c: usize| table[r][c].parse::<f64>().unwrap();
+    // Morphology with the dictionary finds what particles and endings hide.
+    assert!(score(1, 2) > score(0, 2), "{table:?}");
+    assert!(score(1, 2) >= 0.7, "{table:?}");
+    assert!(score(2, 2) >= score(1, 2) - 0.01, "{table:?}");
+}
+
+/// nDCG@10 of a ranking against graded judgments (gain 2^grade − 1).
+fn ndcg_at_10(ranked: &[String], relevant: &Value) -> f64 {
+    let grade = |id: &str| relevant[id].as_f64().unwrap_or(0.0);
+    let dcg: f64 = ranked
+        .iter()
+        .take(10)
+        .enumerate()
+        .map(|(i, id)| (2f64.powf(grade(id)) - 1.0) / (i as f64 + 2.0).log2())
+        .sum();
+    let mut ideal: Vec<f64> = relevant
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|g| g.as_f64().unwrap())
+        .collect();
+    ideal.sort_by(|a, b| b.total_cmp(a));
+    let idcg: f64 = ideal
+        .iter()
+        .take(10)
+        .enumerate()
+        .map(|(i, g)| (2f64.powf(*g) - 1.0) / (i as f64 + 2.0).log2())
+        .sum();
+    if idcg == 0.0 {
+        0.0
+    } else {
+        dcg / idcg
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    chaja::loadtest::urlencode(s)
+}
