@@ -261,7 +261,11 @@ pub fn router(state: AppState, limits: &Limits) -> Router {
             ServiceBuilder::new()
                 .layer(HandleErrorLayer::new(ops::overloaded))
                 .load_shed()
-                .concurrency_limit(limits.max_in_flight)
+                // Global: `Router::layer` wraps each route apart, so a plain
+                // concurrency limit would be one per route.
+                .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
+                    limits.max_in_flight,
+                ))
                 .timeout(limits.timeout),
         )
         .layer(axum::middleware::from_fn(ops::record_metrics))
