@@ -23,8 +23,11 @@ use super::redis::RedisTier;
 use crate::db::now_ms;
 use crate::error::{Error, Result};
 
-/// A window trending is counted over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+/// A window trending is counted over: `10m`, `1h` (the API's default) or
+/// `24h`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 pub enum Window {
     #[serde(rename = "10m")]
     TenMinutes,

@@ -649,37 +649,16 @@ async fn search_handler(
 #[into_params(parameter_in = Query)]
 pub struct TrendingParams {
     #[param(inline)]
-    pub window: Option<WindowParam>,
+    pub window: Option<Window>,
     /// 1 to 100; default 10.
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<usize>,
 }
 
-/// The window counted over: `10m`, `1h` (default) or `24h`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
-pub enum WindowParam {
-    #[serde(rename = "10m")]
-    TenMinutes,
-    #[serde(rename = "1h")]
-    Hour,
-    #[serde(rename = "24h")]
-    Day,
-}
-
-impl From<WindowParam> for Window {
-    fn from(w: WindowParam) -> Window {
-        match w {
-            WindowParam::TenMinutes => Window::TenMinutes,
-            WindowParam::Hour => Window::Hour,
-            WindowParam::Day => Window::Day,
-        }
-    }
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TrendingResponse {
     #[schema(inline)]
-    pub window: WindowParam,
+    pub window: Window,
     pub keywords: Vec<Trend>,
 }
 
@@ -699,12 +678,12 @@ async fn top_keywords(
     counter: &crate::cache::trending::Trending,
     params: TrendingParams,
 ) -> Result<Json<TrendingResponse>> {
-    let window = params.window.unwrap_or(WindowParam::Hour);
+    let window = params.window.unwrap_or(Window::Hour);
     let limit = params.limit.unwrap_or(10);
     if !(1..=100).contains(&limit) {
         return Err(bad("invalid_limit", "limit must be between 1 and 100"));
     }
-    let keywords = counter.top(window.into(), limit).await?;
+    let keywords = counter.top(window, limit).await?;
     Ok(Json(TrendingResponse { window, keywords }))
 }
 

@@ -364,6 +364,33 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Waits until a server started on `base` (`http://127.0.0.1:port`)
+/// answers `/healthz`; fails after 30 s.
+pub async fn wait_until_serving(base: &str) {
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while client.get(format!("{base}/healthz")).send().await.is_err() {
+        assert!(Instant::now() < deadline, "server at {base} did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A copy of the built dictionary (its files linked, not copied) with a
+/// user dictionary of `words` added, in `dir`.
+pub fn dictionary_with_user_words(dir: &std::path::Path, words: &[&str]) -> PathBuf {
+    let dictionary = dir.join("ko-dic-user");
+    std::fs::create_dir(&dictionary).unwrap();
+    for entry in std::fs::read_dir(ko_dic()).unwrap() {
+        let entry = entry.unwrap();
+        std::os::unix::fs::symlink(entry.path(), dictionary.join(entry.file_name())).unwrap();
+    }
+    let csv = dir.join("user.csv");
+    let rows: String = words.iter().map(|w| format!("{w},NNG,{w}\n")).collect();
+    std::fs::write(&csv, rows).unwrap();
+    chaja::index::morph::build_user_dictionary(&csv, &dictionary).unwrap();
+    dictionary
+}
+
 /// `chaja serve` as a separate process, killed when dropped so that a
 /// failing test leaves nothing running.
 pub struct Server(pub std::process::Child);

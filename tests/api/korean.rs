@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 use chaja::index::morph;
 use serde_json::Value;
 
-use crate::helpers::{free_port, ko_dic, spawn_app, spawn_app_with, Server, Store};
+use crate::helpers::{
+    dictionary_with_user_words, free_port, ko_dic, spawn_app, spawn_app_with, wait_until_serving,
+    Server, Store,
+};
 
 fn analyzer() -> &'static morph::Analyzer {
     let analyzer = morph::init(&ko_dic());
@@ -209,15 +212,8 @@ fn a_user_dictionary_keeps_words_whole_that_mecab_ko_dic_splits() {
         );
     }
     let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(ko_dic()).unwrap() {
-        let entry = entry.unwrap();
-        std::os::unix::fs::symlink(entry.path(), dir.path().join(entry.file_name())).unwrap();
-    }
-    let csv = dir.path().join("user.csv");
-    let rows: String = words.iter().map(|w| format!("{w},NNG,{w}\n")).collect();
-    std::fs::write(&csv, rows).unwrap();
-    morph::build_user_dictionary(&csv, dir.path()).unwrap();
-    let with_user = morph::Analyzer::load(dir.path()).unwrap();
+    let dictionary = dictionary_with_user_words(dir.path(), &words);
+    let with_user = morph::Analyzer::load(&dictionary).unwrap();
     assert!(
         with_user.name().starts_with("ko-dic-2+user-"),
         "{}",
@@ -307,12 +303,8 @@ async fn without_a_dictionary_search_runs_on_ngrams_and_says_how_to_add_one() {
     let log = std::fs::File::create(&log_path).unwrap();
     let server = Server::start_logged(&envs, Some(log));
     let base = format!("http://127.0.0.1:{port}");
+    wait_until_serving(&base).await;
     let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while client.get(format!("{base}/healthz")).send().await.is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     let user: Value = client
         .post(format!("{base}/api/users"))
         .json(&serde_json::json!({"name": "u"}))
@@ -333,6 +325,7 @@ async fn without_a_dictionary_search_runs_on_ngrams_and_says_how_to_add_one() {
         .unwrap();
     assert_eq!(created.status(), 201);
     let mut body = Value::Null;
+    let deadline = Instant::now() + Duration::from_secs(30);
     while body["total"] != 1 {
         assert!(Instant::now() < deadline, "the question was not indexed");
         body = client
@@ -362,13 +355,6 @@ async fn relevance_set_ndcg_with_and_without_the_dictionary() {
     let set: Value = serde_json::from_str(include_str!("../relevance/set.json")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     // A user dictionary beside the built one, for words mecab-ko-dic splits.
-    let user_dic = dir.path().join("ko-dic-user");
-    std::fs::create_dir(&user_dic).unwrap();
-    for entry in std::fs::read_dir(ko_dic()).unwrap() {
-        let entry = entry.unwrap();
-        std::os::unix::fs::symlink(entry.path(), user_dic.join(entry.file_name())).unwrap();
-    }
-    let csv = dir.path().join("user.csv");
     let words = [
         "쿠버네티스",
         "인그레스",
@@ -377,15 +363,7 @@ async fn relevance_set_ndcg_with_and_without_the_dictionary() {
         "라이프타임",
         "리베이스",
     ];
-    std::fs::write(
-        &csv,
-        words
-            .iter()
-            .map(|w| format!("{w},NNG,{w}\n"))
-            .collect::<String>(),
-    )
-    .unwrap();
-    morph::build_user_dictionary(&csv, &user_dic).unwrap();
+    let user_dic = dictionary_with_user_words(dir.path(), &words);
 
     let mut table = Vec::new();
     for (name, dictionary) in [
@@ -405,12 +383,8 @@ async fn relevance_set_ndcg_with_and_without_the_dictionary() {
             ("CHAJA_KO_DIC", dictionary.display().to_string()),
         ]);
         let base = format!("http://127.0.0.1:{port}");
+        wait_until_serving(&base).await;
         let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while client.get(format!("{base}/healthz")).send().await.is_err() {
-            assert!(Instant::now() < deadline, "server did not start");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
         let post =
             |path: &str, body: Value| client.post(format!("{base}{path}")).json(&body).send();
         let user: Value = post("/api/users", serde_json::json!({"name": "평가"}))
@@ -435,32 +409,19 @@ async fn relevance_set_ndcg_with_and_without_the_dictionary() {
                 p["id"].as_str().unwrap().to_owned(),
             );
         }
-        let last = *by_row.keys().max().unwrap();
+        let get = |url: String| {
+            let request = client.get(url).send();
+            async move { request.await.unwrap().json::<Value>().await.unwrap() }
+        };
         let url =
             |q: &str, extra: &str| format!("{base}/api/search?q={}&size=10{extra}", urlencode(q));
-        let deadline = Instant::now() + Duration::from_secs(30);
         // Indexed once the last post is found by its own title.
-        loop {
-            let probe: Value = client
-                .get(format!("{base}/api/questions/{last}"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            let title = probe["title"].as_str().unwrap_or_default().to_owned();
-            let found: Value = client
-                .get(url(&format!("\"{title}\""), ""))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            if found["total"].as_u64().unwrap_or(0) >= 1 {
-                break;
-            }
+        let last_title = set["posts"].as_array().unwrap().last().unwrap()["title"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while get(url(&format!("\"{last_title}\""), "")).await["total"] != 1 {
             assert!(
                 Instant::now() < deadline,
                 "{name}: the set was never indexed"
@@ -472,14 +433,7 @@ async fn relevance_set_ndcg_with_and_without_the_dictionary() {
             let mut sum = 0.0;
             let queries = set["queries"].as_array().unwrap();
             for query in queries {
-                let body: Value = client
-                    .get(url(query["q"].as_str().unwrap(), mode))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let body = get(url(query["q"].as_str().unwrap(), mode)).await;
                 let ranked: Vec<String> = body["hits"]
                     .as_array()
                     .unwrap()

@@ -547,12 +547,8 @@ async fn dotenv_is_read_from_the_working_directory_only() {
         None,
     );
     let base = format!("http://127.0.0.1:{port}");
+    crate::helpers::wait_until_serving(&base).await;
     let client = reqwest::Client::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while client.get(format!("{base}/healthz")).send().await.is_err() {
-        assert!(std::time::Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
     let write = client
         .post(format!("{base}/api/users"))
         .json(&json!({ "name": "u" }))
