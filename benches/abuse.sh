@@ -18,13 +18,7 @@ cargo build --release --quiet
 # one client (under the per-client cap of 64 in flight, so 50 users pass).
 export CHAJA_OUTBOX_KEEP=100000000 RUST_LOG=warn CHAJA_BIND=127.0.0.1:8080 CHAJA_TRUSTED_PROXIES=127.0.0.1
 
-serve() { # extra env assignments...
-  env "$@" "$bin" serve &
-  server=$!
-  for _ in $(seq 1 100); do curl -fs http://127.0.0.1:8080/healthz >/dev/null && return; sleep 0.2; done
-  echo "server did not start" >&2; exit 1
-}
-stop() { kill -TERM "$server"; wait "$server" || true; }
+source benches/serve.sh
 run() { # name scenario users
   echo "== $1: $2, $3 users, ${run_time}s"
   "$bin" loadtest --scenario "$2" --users "$3" --hatch-rate "$3" --run-time "$run_time" \

@@ -121,33 +121,22 @@ async fn main() {
         };
     let mut seen = std::collections::HashSet::new();
     let mut fresh = |q: &str, tag: &str| seen.insert(format!("{tag}{q}"));
-    add("relevance: two words", &mut |rng| {
-        let q = two_words(rng)?;
-        fresh(&q, "r").then(|| {
-            let mut r = Request::newest_first(parse_query(&q), 10);
-            r.sort = Sort::Relevance;
-            r.now = chaja::db::now_ms();
-            (q, r)
-        })
-    });
-    add("relevance + morph: two words", &mut |rng| {
-        let q = two_words(rng)?;
-        fresh(&q, "rm").then(|| {
-            let mut r = Request::newest_first(parse_query(&q), 10);
-            r.sort = Sort::Relevance;
-            r.morph = true;
-            r.now = chaja::db::now_ms();
-            (q, r)
-        })
-    });
-    add("morph, newest: two words", &mut |rng| {
-        let q = two_words(rng)?;
-        fresh(&q, "m").then(|| {
-            let mut r = Request::newest_first(parse_query(&q), 10);
-            r.morph = true;
-            (q, r)
-        })
-    });
+    for (name, sort, morph) in [
+        ("relevance: two words", Sort::Relevance, false),
+        ("relevance + morph: two words", Sort::Relevance, true),
+        ("morph, newest: two words", Sort::Recent, true),
+    ] {
+        add(name, &mut |rng| {
+            let q = two_words(rng)?;
+            fresh(&q, name).then(|| {
+                let mut r = Request::newest_first(parse_query(&q), 10);
+                r.sort = sort;
+                r.morph = morph;
+                r.now = chaja::db::now_ms();
+                (q, r)
+            })
+        });
+    }
     let range = |rng: &mut rand::rngs::ThreadRng| {
         let a = rng.random_range(oldest..=newest);
         let b = rng.random_range(oldest..=newest);

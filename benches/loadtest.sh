@@ -17,13 +17,7 @@ cargo build --release --quiet
 # Pruning a fresh 1M-row outbox would compete with the test; keep it all.
 export CHAJA_OUTBOX_KEEP=100000000 RUST_LOG=warn CHAJA_BIND=127.0.0.1:8080
 
-serve() { # extra env assignments...
-  env "$@" "$bin" serve &
-  server=$!
-  for _ in $(seq 1 100); do curl -fs http://127.0.0.1:8080/healthz >/dev/null && return; sleep 0.2; done
-  echo "server did not start" >&2; exit 1
-}
-stop() { kill -TERM "$server"; wait "$server" || true; }
+source benches/serve.sh
 run() { # name scenario users [loadtest options...]
   local name=$1 scenario=$2 users=$3
   shift 3

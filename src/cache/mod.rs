@@ -42,8 +42,7 @@ pub use self::redis::{BreakerState, RedisTier};
 /// What is cached: the answer without per-request timing.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Answer {
-    pub total: u64,
-    /// `total` by kind, `[questions, reviews]`.
+    /// Matching rows by kind, `[questions, reviews]`; see [`Answer::total`].
     pub by_kind: [u64; 2],
     pub hits: Vec<HitBody>,
     pub next_cursor: Option<String>,
@@ -57,7 +56,7 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// `by_kind` is `[questions, reviews]`; the total is their sum.
+    /// `by_kind` is `[questions, reviews]`.
     pub fn new(
         by_kind: [u64; 2],
         hits: Vec<HitBody>,
@@ -66,7 +65,6 @@ impl Answer {
         computed_at_ms: i64,
     ) -> Answer {
         Answer {
-            total: by_kind[0] + by_kind[1],
             by_kind,
             hits,
             next_cursor,
@@ -74,6 +72,11 @@ impl Answer {
             computed_at_ms,
             hits_json: Default::default(),
         }
+    }
+
+    /// Every matching row, exactly.
+    pub fn total(&self) -> u64 {
+        self.by_kind[0] + self.by_kind[1]
     }
 }
 

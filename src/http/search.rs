@@ -570,7 +570,7 @@ async fn search_handler(
     // the most actionable signal a content site has.
     if let (true, Some(client)) = (first_page, client) {
         let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
-        if answer.total > 0 {
+        if answer.total() > 0 {
             state.trending.record(&keywords.join(" "), client);
         } else if request.filter == Filter::default() {
             // Only unfiltered: `파이썬` by an author with no posts, or in a
@@ -578,7 +578,7 @@ async fn search_handler(
             state.zero_results.record(&keywords.join(" "), client);
         }
     }
-    let did_you_mean = if first_page && answer.total <= LOW_RESULTS {
+    let did_you_mean = if first_page && answer.total() <= LOW_RESULTS {
         Some(alternatives(&state, params.q.as_deref().unwrap_or_default()).await)
     } else {
         None
@@ -615,7 +615,7 @@ async fn search_handler(
         forms
     });
     let body = serde_json::to_vec(&Body {
-        total: answer.total,
+        total: answer.total(),
         totals: TypeTotals {
             question: answer.by_kind[0],
             review: answer.by_kind[1],

@@ -447,11 +447,7 @@ fn kind_index(uid: u64) -> usize {
 
 /// Runs a search on one generation. Blocking: call it off the async workers.
 pub fn search(generation: &Generation, request: &Request) -> Result<Response> {
-    match search_within(generation, request, &Budget::unlimited(), SPLIT_DOCS) {
-        Ok(response) => Ok(response),
-        Err(SearchError::Index(e)) => Err(e),
-        Err(SearchError::Stopped) => unreachable!("an unlimited budget never runs out"),
-    }
+    search_split(generation, request, SPLIT_DOCS)
 }
 
 /// [`search`], cutting segments larger than `split_docs` in two halves;

@@ -16,7 +16,7 @@ use super::Progress;
 use crate::db::{outbox, Db};
 
 /// How often the database is checked.
-pub const CHECK_EVERY: Duration = Duration::from_secs(1);
+const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// How long one check may wait for the database.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
@@ -61,11 +61,6 @@ impl Health {
     pub fn current(&self) -> Option<Finding> {
         let finding = (*self.0.lock().expect("health lock"))?;
         (finding.at.elapsed() < FRESH_FOR).then_some(finding)
-    }
-
-    /// Whether the database answered the last recent check.
-    pub fn database_up(&self) -> bool {
-        self.current().is_some_and(|f| f.database)
     }
 
     /// Checks every [`CHECK_EVERY`] until `shutdown`. `db` should be a pool
