@@ -665,8 +665,8 @@ const CHART_LIBRARY_TAG: &str =
 const CHART_LIBRARY: &[u8] = include_bytes!("echarts-5.2.2.min.js.gz");
 
 /// Puts the chart library into the report itself, so that it renders with
-/// no network (a load-test box often has none). Blocking file I/O: the
-/// load test is over when this runs.
+/// no network (a load-test box often has none). Blocking: a megabyte of
+/// decompressing and file I/O.
 fn inline_chart_library(path: &std::path::Path) -> anyhow::Result<()> {
     use std::io::Read;
     let html = std::fs::read_to_string(path)?;
@@ -760,7 +760,8 @@ pub async fn run(args: &LoadtestArgs) -> anyhow::Result<Summary> {
         .take()
         .expect("set above");
     let metrics = result?;
-    inline_chart_library(std::path::Path::new(&report("report.html")))?;
+    let html = std::path::PathBuf::from(report("report.html"));
+    tokio::task::spawn_blocking(move || inline_chart_library(&html)).await??;
     let summary = summarize(args, &metrics, state);
     std::fs::write(report("summary.json"), serde_json::to_vec_pretty(&summary)?)?;
     Ok(summary)
