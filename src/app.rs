@@ -116,6 +116,7 @@ impl App {
                     .max_capacity(10_000)
                     .time_to_live(Duration::from_secs(30))
                     .build(),
+                operations: Default::default(),
             },
             indexer,
             health_db,

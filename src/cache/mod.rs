@@ -124,6 +124,8 @@ pub struct SearchCache {
     seen: moka::future::Cache<String, ()>,
     /// Index searches this cache has run, for tests and metrics.
     computations: Arc<AtomicU64>,
+    /// Hits and misses by tier since start, for the console.
+    tiers: Arc<TierCounts>,
     l2: Option<L2>,
     max_stale_ms: i64,
     grace_ms: i64,
@@ -204,6 +206,7 @@ impl SearchCache {
                 .time_to_live(Duration::from_secs(60))
                 .build(),
             computations: Arc::default(),
+            tiers: Arc::default(),
             l1,
             l2,
             max_stale_ms: settings.max_stale.as_millis() as i64,
@@ -215,6 +218,19 @@ impl SearchCache {
     /// Index searches run on behalf of this cache so far.
     pub fn computations(&self) -> u64 {
         self.computations.load(Ordering::Relaxed)
+    }
+
+    /// `(hits, misses)` of a tier since this process started.
+    pub fn tier_counts(&self, tier: Tier) -> (u64, u64) {
+        let [hits, misses] = &self.tiers.counts[tier as usize];
+        (hits.load(Ordering::Relaxed), misses.load(Ordering::Relaxed))
+    }
+
+    fn count(&self, tier: Tier, hit: bool) {
+        let result = if hit { "hit" } else { "miss" };
+        metrics::counter!("cache_requests_total", "tier" => tier.as_str(), "result" => result)
+            .increment(1);
+        self.tiers.counts[tier as usize][usize::from(!hit)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// The Redis breaker's state, or `None` without Redis.
@@ -250,7 +266,7 @@ impl SearchCache {
         let mut stale = None;
         if let Some(entry) = self.l1.get(key).await {
             if self.is_fresh(&entry.answer, now) {
-                count("l1", "hit");
+                self.count(Tier::L1, true);
                 if repeat {
                     self.promote(key, &entry);
                 }
@@ -258,11 +274,11 @@ impl SearchCache {
             }
             stale = Some(entry.answer.clone());
         }
-        count("l1", "miss");
+        self.count(Tier::L1, false);
         if let Some(l2) = &self.l2 {
             if let Some(answer) = l2.get(key).await {
                 if self.is_fresh(&answer, now) {
-                    count("l2", "hit");
+                    self.count(Tier::L2, true);
                     let answer = Arc::new(answer);
                     let entry = Entry {
                         answer: answer.clone(),
@@ -278,7 +294,7 @@ impl SearchCache {
                     stale = Some(Arc::new(answer));
                 }
             }
-            count("l2", "miss");
+            self.count(Tier::L2, false);
         }
         let mut claim = None;
         if let Some(stale) = stale {
@@ -288,7 +304,7 @@ impl SearchCache {
             if now - stale.computed_at_ms < self.max_stale_ms + self.grace_ms {
                 match self.claim(key).await {
                     Claim::Taken => {
-                        count("grace", "hit");
+                        self.count(Tier::Grace, true);
                         return Ok(served(stale, now, true));
                     }
                     Claim::Ours(refreshing) => claim = Some(refreshing),
@@ -390,8 +406,33 @@ impl SearchCache {
     }
 }
 
-fn count(tier: &'static str, result: &'static str) {
-    metrics::counter!("cache_requests_total", "tier" => tier, "result" => result).increment(1);
+/// A cache tier, as counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    L1,
+    L2,
+    /// A stale answer served while another request recomputes it.
+    Grace,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 3] = [Tier::L1, Tier::L2, Tier::Grace];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::L1 => "l1",
+            Tier::L2 => "l2",
+            Tier::Grace => "grace",
+        }
+    }
+}
+
+/// Hits and misses per tier, kept beside the Prometheus counters so that
+/// the console can show ratios without a metrics backend.
+#[derive(Debug, Default)]
+struct TierCounts {
+    /// `[hits, misses]` per tier, in `Tier::ALL` order.
+    counts: [[AtomicU64; 2]; 3],
 }
 
 fn served(answer: Arc<Answer>, now: i64, stale: bool) -> (Arc<Answer>, CacheStatus) {

@@ -275,6 +275,23 @@ pub async fn heartbeat(db: &Db, replica: &str, applied: i64) -> Result<()> {
     Ok(())
 }
 
+/// Every replica (and rebuild) that has reported its position: name,
+/// applied outbox position and when, in epoch milliseconds. At most 100,
+/// most recent first.
+pub async fn replicas(db: &Db) -> Result<Vec<(String, i64, i64)>> {
+    let rows = sqlx::query(
+        "SELECT replica_id, applied_seq, updated_at FROM search_replicas \
+         ORDER BY updated_at DESC LIMIT 100",
+    )
+    .fetch_all(&db.pool)
+    .await?;
+    let mut replicas = Vec::with_capacity(rows.len());
+    for row in &rows {
+        replicas.push((text(row, 0)?, row.try_get(1)?, row.try_get(2)?));
+    }
+    Ok(replicas)
+}
+
 /// Batches one `prune` call deletes at most.
 const PRUNE_BATCHES: usize = 10;
 

@@ -31,44 +31,70 @@ async fn healthz() -> Json<Value> {
 /// better one.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, description = "index open, database reachable, indexer following the outbox"), (status = 503, description = "database unreachable, or the indexer stopped, stuck or waiting for a rebuild")))]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
-    // From the background check: a probe never takes a connection.
-    let health = state.mirror.health.current();
-    let database = health.is_some_and(|h| h.database);
-    let generation = state.index.live();
-    let progress = &state.mirror.progress;
-    let stopped = progress.is_stopped();
-    let stuck = progress.since_tick() >= STUCK_AFTER;
-    let rewound = progress.is_rewound();
-    let failing = progress.is_failing();
-    let status = if database && !stopped && !stuck && !rewound && !failing {
+    let readiness = Readiness::of(&state);
+    let status = if readiness.ready() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    // Lag needs the database too; unknown while it is down.
-    let applied = progress.applied_seq();
-    let lag = health.and_then(|h| h.backlog);
-    let (backlog, seconds_behind) = match lag {
-        Some((backlog, oldest)) => (
-            Some(backlog),
-            Some(oldest.map_or(0.0, |t| (now_ms() - t).max(0) as f64 / 1000.0)),
-        ),
-        None => (None, None),
-    };
+    let generation = state.index.live();
     let body = json!({
-        "database": database,
+        "database": readiness.database,
         // Redis never decides readiness: searches answer without it.
         "redis": state.cache.redis_state().map_or("off", |s| s.as_str()),
         "index": { "generation": generation.id, "docs": generation.num_docs() },
         "indexer": {
-            "applied_seq": applied,
-            "failing": failing,
-            "stopped": stopped,
-            "stuck": stuck,
-            "rewound": rewound,
-            "outbox_backlog": backlog,
-            "seconds_behind": seconds_behind,
+            "applied_seq": state.mirror.progress.applied_seq(),
+            "failing": readiness.failing,
+            "stopped": readiness.stopped,
+            "stuck": readiness.stuck,
+            "rewound": readiness.rewound,
+            "outbox_backlog": readiness.backlog,
+            "seconds_behind": readiness.seconds_behind,
         },
     });
     (status, Json(body))
+}
+
+/// What readiness is decided from, read without a database connection:
+/// the background check's last finding and the indexer's progress.
+pub(crate) struct Readiness {
+    pub database: bool,
+    pub stopped: bool,
+    pub stuck: bool,
+    pub rewound: bool,
+    pub failing: bool,
+    /// Outbox rows past the applied position; unknown while the database
+    /// is down.
+    pub backlog: Option<i64>,
+    /// Age of the oldest of them, in seconds.
+    pub seconds_behind: Option<f64>,
+}
+
+impl Readiness {
+    pub fn of(state: &AppState) -> Readiness {
+        // From the background check: a probe never takes a connection.
+        let health = state.mirror.health.current();
+        let progress = &state.mirror.progress;
+        let (backlog, seconds_behind) = match health.and_then(|h| h.backlog) {
+            Some((backlog, oldest)) => (
+                Some(backlog),
+                Some(oldest.map_or(0.0, |t| (now_ms() - t).max(0) as f64 / 1000.0)),
+            ),
+            None => (None, None),
+        };
+        Readiness {
+            database: health.is_some_and(|h| h.database),
+            stopped: progress.is_stopped(),
+            stuck: progress.since_tick() >= STUCK_AFTER,
+            rewound: progress.is_rewound(),
+            failing: progress.is_failing(),
+            backlog,
+            seconds_behind,
+        }
+    }
+
+    pub fn ready(&self) -> bool {
+        self.database && !self.stopped && !self.stuck && !self.rewound && !self.failing
+    }
 }

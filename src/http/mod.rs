@@ -10,6 +10,7 @@ pub mod platform;
 pub mod prometheus;
 pub mod search;
 pub mod suggest;
+mod web;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -61,6 +62,8 @@ pub struct AppState {
     pub synonyms: Arc<crate::synonyms::Synonyms>,
     /// `did_you_mean` per normalized query, for a short while.
     pub did_you_mean: search::AlternativesCache,
+    /// The rebuild and verification started through the admin API.
+    pub operations: admin::Operations,
 }
 
 /// The OpenAPI document's frame; the paths come from the handlers.
@@ -248,12 +251,15 @@ pub fn router(state: AppState, limits: &Limits) -> Router {
         limits.in_flight_per_client,
     );
     let (routes, api) = api().split_for_parts();
-    let api = Arc::new(document(api, &state.input));
+    let api = document(api, &state.input);
     routes
-        .route(
-            "/api-docs/openapi.json",
-            axum::routing::get(move || async move { axum::Json(api.as_ref().clone()) }),
+        // The reference page (Swagger UI, vendored in the binary) over the
+        // document as served, limits included.
+        .merge(
+            utoipa_swagger_ui::SwaggerUi::new("/api-docs")
+                .external_url_unchecked("/api-docs/openapi.json", api),
         )
+        .merge(web::router())
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(guard, ops::guard))
         .layer(DefaultBodyLimit::max(body_limit))

@@ -48,10 +48,9 @@ async fn render(State(state): State<AppState>) -> String {
     metrics::gauge!("db_pool_connections", "state" => "idle").set(state.db.pool.num_idle() as f64);
     // The backlog as the background check last found it: a scrape never
     // takes a connection (see `mirror::health`).
-    let lag = state.mirror.health.current().and_then(|h| h.backlog);
-    if let Some((backlog, oldest_ms)) = lag {
+    let readiness = super::health::Readiness::of(&state);
+    if let (Some(backlog), Some(behind)) = (readiness.backlog, readiness.seconds_behind) {
         metrics::gauge!("outbox_backlog").set(backlog as f64);
-        let behind = oldest_ms.map_or(0.0, |t| (crate::db::now_ms() - t).max(0) as f64 / 1000.0);
         metrics::gauge!("outbox_seconds_behind").set(behind);
     }
     install().render()

@@ -149,6 +149,45 @@ impl Generation {
         self.reader.searcher().num_docs()
     }
 
+    /// Live documents by kind (questions, reviews), read from the `uid`
+    /// column. Blocking: a pass over every document.
+    pub fn docs_by_kind(&self) -> Result<[u64; 2]> {
+        let searcher = self.reader.searcher();
+        let mut counts = [0u64; 2];
+        for segment in searcher.segment_readers() {
+            let uid = segment.fast_fields().u64("uid")?;
+            for doc in segment.doc_ids_alive() {
+                if let Some(u) = uid.first(doc) {
+                    match Kind::from_uid(u).0 {
+                        Kind::Question => counts[0] += 1,
+                        Kind::Review => counts[1] += 1,
+                    }
+                }
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Bytes on disk. Blocking.
+    pub fn size_bytes(&self) -> Result<u64> {
+        let mut bytes = 0;
+        for entry in std::fs::read_dir(&self.path)? {
+            let meta = entry?.metadata()?;
+            if meta.is_file() {
+                bytes += meta.len();
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// The analyzer and the normalization rule this generation was built
+    /// with, as recorded when it was created. Blocking.
+    pub fn built_with(&self) -> (String, String) {
+        let stamp = std::fs::read_to_string(self.path.join(ANALYZER_FILE)).unwrap_or_default();
+        let (analyzer, normalization) = stamp.trim().split_once(' ').unwrap_or((stamp.trim(), ""));
+        (analyzer.to_owned(), normalization.to_owned())
+    }
+
     /// A writer with a thread per core, as many as `memory_budget` allows.
     pub fn writer(&self, memory_budget: usize) -> Result<DocWriter> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -14,6 +14,7 @@
 //! the admin endpoint and the indexer's own rebuilds all take it.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -53,17 +54,30 @@ pub async fn lock(root: &Path) -> Result<RebuildLock> {
 /// process catches it up and swaps it in.
 pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -> Result<Rebuilt> {
     let lock = lock(root).await?;
-    reindex_locked(db, root, lock, memory, show_progress).await
+    let bar = if show_progress {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} rows {per_sec} eta {eta}",
+            )
+            .expect("valid progress template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    reindex_locked(db, root, lock, memory, bar).await
 }
 
 /// [`reindex`] with the lock already taken (the admin endpoint takes it
-/// first, so that it can answer 409 at once).
+/// first, so that it can answer 409 at once). `bar` counts the rows read:
+/// drawn on a terminal by the CLI, hidden and read by the console.
 pub async fn reindex_locked(
     db: &Db,
     root: &Path,
     lock: RebuildLock,
     memory: usize,
-    show_progress: bool,
+    bar: ProgressBar,
 ) -> Result<Rebuilt> {
     let started = std::time::Instant::now();
     let live = {
@@ -78,18 +92,7 @@ pub async fn reindex_locked(
     let live = live.unwrap_or_default();
     let expected = outbox::count_rows(db, Kind::Question).await?
         + outbox::count_rows(db, Kind::Review).await?;
-    let bar = if show_progress {
-        let bar = ProgressBar::new(expected.max(0) as u64);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} rows {per_sec} eta {eta}",
-            )
-            .expect("valid progress template"),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    bar.set_length(expected.max(0) as u64);
 
     let root = root.to_path_buf();
     // With a dictionary, half the cores analyse Korean and the other half
@@ -159,6 +162,96 @@ pub async fn reindex_locked(
         docs,
         outbox_seq: checkpoint.outbox_seq,
     })
+}
+
+/// The rebuild started over HTTP, as the operator console shows it: rows
+/// read so far against the rows counted at its start, and how it ended.
+/// One at a time (the rebuild lock), so it keeps only the last.
+#[derive(Clone, Default)]
+pub struct Tracker(Arc<Mutex<Option<Run>>>);
+
+struct Run {
+    bar: ProgressBar,
+    started_ms: i64,
+    finished_ms: Option<i64>,
+    outcome: Outcome,
+}
+
+enum Outcome {
+    Running,
+    /// Published; live once the indexer has caught it up and swapped it in.
+    Published(u64),
+    Failed(String),
+}
+
+/// Where a tracked rebuild is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RebuildState {
+    /// Reading the tables into the new generation.
+    Scanning,
+    /// Published; the indexer is replaying the outbox onto it.
+    CatchingUp,
+    /// Live: searches read it.
+    Done,
+    Failed,
+}
+
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct RebuildStatus {
+    pub state: RebuildState,
+    /// Known once published.
+    pub generation: Option<u64>,
+    /// Rows read so far, of `total` counted when it started.
+    pub scanned: u64,
+    pub total: u64,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub error: Option<String>,
+}
+
+impl Tracker {
+    /// Records a rebuild that reports its rows to `bar`, replacing the last.
+    pub fn start(&self, bar: ProgressBar) {
+        *self.0.lock().expect("tracker lock") = Some(Run {
+            bar,
+            started_ms: crate::db::now_ms(),
+            finished_ms: None,
+            outcome: Outcome::Running,
+        });
+    }
+
+    /// Records how the current rebuild ended.
+    pub fn finish(&self, result: &Result<Rebuilt>) {
+        if let Some(run) = self.0.lock().expect("tracker lock").as_mut() {
+            run.finished_ms = Some(crate::db::now_ms());
+            run.outcome = match result {
+                Ok(rebuilt) => Outcome::Published(rebuilt.generation),
+                Err(e) => Outcome::Failed(e.to_string()),
+            };
+        }
+    }
+
+    /// The last rebuild, if any; `live` is the generation searches read.
+    pub fn status(&self, live: u64) -> Option<RebuildStatus> {
+        let guard = self.0.lock().expect("tracker lock");
+        let run = guard.as_ref()?;
+        let (state, generation, error) = match &run.outcome {
+            Outcome::Running => (RebuildState::Scanning, None, None),
+            Outcome::Published(g) if live >= *g => (RebuildState::Done, Some(*g), None),
+            Outcome::Published(g) => (RebuildState::CatchingUp, Some(*g), None),
+            Outcome::Failed(e) => (RebuildState::Failed, None, Some(e.clone())),
+        };
+        Some(RebuildStatus {
+            state,
+            generation,
+            scanned: run.bar.position(),
+            total: run.bar.length().unwrap_or(0),
+            started_at: crate::model::rfc3339(run.started_ms),
+            finished_at: run.finished_ms.map(crate::model::rfc3339),
+            error,
+        })
+    }
 }
 
 /// Past this many outbox rows behind the head, a rebuild does not replay

@@ -1,6 +1,7 @@
 //! The one integration test binary. Each area has its own module; tests that
 //! touch a store run once on SQLite and once on MariaDB/MySQL.
 
+mod browser;
 mod cache;
 mod checker;
 mod concurrency;

@@ -32,6 +32,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/users/{id}/questions"),
     ("post", "/api/admin/reindex"),
     ("get", "/api/admin/verify"),
+    ("get", "/api/admin/status"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),

@@ -585,3 +585,73 @@ async fn dotenv_is_read_from_the_working_directory_only() {
         StatusCode::FORBIDDEN
     );
 }
+
+crate::both_stores!(admin_status_shows_what_the_console_needs);
+
+/// `/api/admin/status`: documents by type, the mirror's position, cache
+/// tiers, this replica's heartbeat, and the last verification and rebuild
+/// once they ran.
+async fn admin_status_shows_what_the_console_needs(store: Store) {
+    let app = spawn_app(store).await;
+    let user = app.create_user("u").await;
+    let question = app.create_question(user, "상태 질문", "본문").await;
+    app.create_review(question, user, "상태 리뷰 하나").await;
+    app.create_review(question, user, "상태 리뷰 둘").await;
+    app.wait_indexed().await;
+    app.search("상태", "").await;
+    app.search("상태", "").await;
+
+    let (status, body) = app.get("/api/admin/status").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["index"]["documents"], 3);
+    assert_eq!(
+        body["index"]["by_type"],
+        json!({ "question": 1, "review": 2 })
+    );
+    assert!(body["index"]["size_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(body["index"]["normalization"], chaja::text::NORMALIZATION);
+    assert_eq!(body["mirror"]["ready"], true);
+    assert_eq!(
+        body["mirror"]["applied_seq"],
+        app.state.mirror.progress.applied_seq()
+    );
+    let l1 = &body["cache"]["tiers"][0];
+    assert_eq!(
+        (&l1["tier"], &l1["hits"], &l1["misses"]),
+        (&json!("l1"), &json!(1), &json!(1))
+    );
+    assert_eq!(body["cache"]["redis"]["configured"], false);
+    assert_eq!(
+        (&body["verify"], &body["rebuild"]),
+        (&json!(null), &json!(null))
+    );
+
+    let (status, _) = app.get("/api/admin/verify").await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, started) = app.post("/api/admin/reindex", json!({})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let body = loop {
+        let (_, body) = app.get("/api/admin/status").await;
+        if body["rebuild"]["state"] == "done" {
+            break body;
+        }
+        assert_ne!(body["rebuild"]["state"], "failed", "{body}");
+        assert!(std::time::Instant::now() < deadline, "{body}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let rebuild = &body["rebuild"];
+    assert_eq!(
+        (&rebuild["scanned"], &rebuild["total"]),
+        (&json!(3), &json!(3))
+    );
+    assert_eq!(rebuild["generation"], body["index"]["generation"]);
+    assert_eq!(body["verify"]["clean"], true);
+    assert_eq!(body["verify"]["docs_in_index"], 3);
+    let replicas = body["replicas"].as_array().unwrap();
+    assert!(
+        replicas.iter().any(|r| r["behind"] == 0),
+        "this server's heartbeat: {replicas:?}"
+    );
+    app.finish().await;
+}
