@@ -10,6 +10,13 @@
 //! breaker.
 //! `failsafe` provides the state machine; the instrument below turns its
 //! transitions into one log line each and a gauge.
+//!
+//! `REDIS_URL` names one node (`redis://host:port`) or a Redis Cluster:
+//! `redis+cluster://host:port,host:port,…` or a comma-separated list of
+//! `redis://` nodes. On a cluster, the client routes each command by its
+//! key's slot and follows the cluster through failovers; keys a script
+//! touches together share a hash tag (see [`RedisTier::tagged`]), so that
+//! they live in one slot.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -18,7 +25,10 @@ use std::time::Duration;
 use failsafe::backoff::{self, Exponential};
 use failsafe::failure_policy::{consecutive_failures, ConsecutiveFailures};
 use failsafe::{Instrument, StateMachine};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use crate::error::{Error, Result};
 
@@ -93,9 +103,86 @@ impl Instrument for Transitions {
 
 type Breaker = StateMachine<ConsecutiveFailures<Exponential>, Transitions>;
 
+/// A connection to one node or to a cluster, for the commands and scripts
+/// the tiers run (both kinds speak `ConnectionLike`).
+#[derive(Clone)]
+pub enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Single(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Single(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// Where the connection comes from.
+#[derive(Clone)]
+enum Nodes {
+    /// Reconnects by itself; connects on first use.
+    Single(ConnectionManager),
+    /// The cluster client cannot connect lazily: the first call connects
+    /// (within its timeout), and a failed attempt is retried by the next.
+    Cluster {
+        client: Arc<ClusterClient>,
+        conn: Arc<tokio::sync::OnceCell<ClusterConnection>>,
+    },
+}
+
+impl Nodes {
+    async fn connection(&self) -> redis::RedisResult<Connection> {
+        match self {
+            Nodes::Single(conn) => Ok(Connection::Single(conn.clone())),
+            Nodes::Cluster { client, conn } => {
+                let conn = conn
+                    .get_or_try_init(|| client.get_async_connection())
+                    .await?;
+                Ok(Connection::Cluster(conn.clone()))
+            }
+        }
+    }
+}
+
+/// The cluster's seed nodes, if `url` names a cluster.
+fn cluster_nodes(url: &str) -> Option<Vec<String>> {
+    if let Some(hosts) = url.strip_prefix("redis+cluster://") {
+        return Some(
+            hosts
+                .split(',')
+                .map(|host| format!("redis://{}", host.trim()))
+                .collect(),
+        );
+    }
+    url.contains(',')
+        .then(|| url.split(',').map(|node| node.trim().to_owned()).collect())
+}
+
 #[derive(Clone)]
 pub struct RedisTier {
-    conn: ConnectionManager,
+    nodes: Nodes,
     /// `{prefix}:`; every key chaja writes starts with it.
     pub prefix: Arc<str>,
     timeout: Duration,
@@ -109,12 +196,36 @@ impl RedisTier {
         let invalid = |e: redis::RedisError| {
             Error::bad_request("bad_redis_url", format!("REDIS_URL is invalid: {e}"))
         };
-        let client = redis::Client::open(url).map_err(invalid)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1);
-        let conn = ConnectionManager::new_lazy_with_config(client, config).map_err(invalid)?;
+        if prefix.contains(['{', '}']) {
+            return Err(Error::bad_request(
+                "bad_cache_prefix",
+                "CHAJA_CACHE_PREFIX must not contain braces: they make Redis Cluster hash tags",
+            ));
+        }
+        let nodes = match cluster_nodes(url) {
+            Some(seeds) => Nodes::Cluster {
+                client: Arc::new(
+                    ClusterClient::builder(seeds)
+                        .connection_timeout(timeout)
+                        .response_timeout(timeout)
+                        // A redirect (MOVED after a failover) is a retry.
+                        .retries(3)
+                        .build()
+                        .map_err(invalid)?,
+                ),
+                conn: Arc::default(),
+            },
+            None => {
+                let client = redis::Client::open(url).map_err(invalid)?;
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(timeout))
+                    .set_response_timeout(Some(timeout))
+                    .set_number_of_retries(1);
+                Nodes::Single(
+                    ConnectionManager::new_lazy_with_config(client, config).map_err(invalid)?,
+                )
+            }
+        };
         let state = Transitions::default();
         let policy = consecutive_failures(
             FAILURES_TO_OPEN,
@@ -125,7 +236,7 @@ impl RedisTier {
             .instrument(state.clone())
             .build();
         Ok(RedisTier {
-            conn,
+            nodes,
             prefix: format!("{prefix}:").into(),
             timeout,
             breaker,
@@ -143,6 +254,12 @@ impl RedisTier {
         }
     }
 
+    /// `{prefix}{ns}:` made a hash tag, `{{prefix}{ns}}:`: every key under
+    /// it lives in one cluster slot, so one script may touch them all.
+    pub fn tagged(&self, ns: &str) -> String {
+        format!("{{{}{ns}}}:", self.prefix)
+    }
+
     pub fn breaker_state(&self) -> BreakerState {
         BreakerState::from_u8(self.state.0.load(Ordering::Acquire))
     }
@@ -151,13 +268,17 @@ impl RedisTier {
     /// `None` when the breaker is open or the call failed.
     pub async fn call<T, F, Fut>(&self, command: F) -> Option<T>
     where
-        F: FnOnce(ConnectionManager) -> Fut,
+        F: FnOnce(Connection) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<T>>,
     {
         if !self.breaker.is_call_permitted() {
             return None;
         }
-        match tokio::time::timeout(self.timeout, command(self.conn.clone())).await {
+        let call = async {
+            let conn = self.nodes.connection().await?;
+            command(conn).await
+        };
+        match tokio::time::timeout(self.timeout, call).await {
             Ok(Ok(value)) => {
                 self.breaker.on_success();
                 Some(value)

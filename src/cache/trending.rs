@@ -184,15 +184,13 @@ impl Trending {
                 Ok(top.await?)
             }
             Store::Redis(redis) => {
-                let keys: Vec<String> = buckets
-                    .map(|b| format!("{}trend:{name}:{b}", redis.prefix))
-                    .collect();
-                let tmp = format!("{}trend:tmp:{:016x}", redis.prefix, rand::random::<u64>());
+                let tag = redis.tagged("trend");
+                let keys: Vec<String> = buckets.map(|b| format!("{tag}{name}:{b}")).collect();
+                let tmp = format!("{tag}tmp:{:016x}", rand::random::<u64>());
                 let top: Vec<(String, f64)> = redis
                     .call(|mut conn| async move {
                         TOP.key(tmp)
-                            .arg(keys.len())
-                            .arg(&keys)
+                            .key(&keys)
                             .arg(limit)
                             .invoke_async(&mut conn)
                             .await
@@ -217,9 +215,13 @@ impl Store {
             Store::Local(local) => local.lock().expect("trending lock").record(event),
             Store::Redis(redis) => {
                 let client = client_hash(event.client, &event.keyword);
+                let tag = redis.tagged("trend");
                 let mut script = RECORD.prepare_invoke();
+                // The one declared key routes the script to the slot of
+                // the tag, where every key it builds lives.
                 script
-                    .arg(redis.prefix.as_ref())
+                    .key(format!("{tag}route"))
+                    .arg(&tag)
                     .arg(&event.keyword)
                     .arg(&client)
                     .arg(event.at_ms)
@@ -247,7 +249,8 @@ fn client_hash(client: IpAddr, keyword: &str) -> String {
 /// within the window, the client already added `client_cap` keywords to
 /// this bucket, or the bucket already holds `cap` other keywords (so a
 /// flood of distinct queries can neither grow a bucket nor leave a mark
-/// per query). Key names are built in the script: single-node Redis only.
+/// per query). Key names are built in the script, all under the hash tag
+/// in `prefix`: on a cluster they share the slot the declared key routes to.
 static RECORD: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
     redis::Script::new(
         r"
@@ -256,11 +259,11 @@ local who, client_cap = ARGV[6], tonumber(ARGV[7])
 for i = 8, #ARGV, 3 do
   local name, width, bucket = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local index = math.floor(now / bucket)
-  local key = prefix .. 'trend:' .. name .. ':' .. index
-  local budget = prefix .. 'trend:client:' .. name .. ':' .. index .. ':' .. who
+  local key = prefix .. name .. ':' .. index
+  local budget = prefix .. 'client:' .. name .. ':' .. index .. ':' .. who
   if (redis.call('ZCARD', key) < cap or redis.call('ZSCORE', key, keyword))
     and tonumber(redis.call('GET', budget) or '0') < client_cap then
-    if redis.call('SET', prefix .. 'trend:seen:' .. name .. ':' .. client, '1', 'NX', 'PX', width) then
+    if redis.call('SET', prefix .. 'seen:' .. name .. ':' .. client, '1', 'NX', 'PX', width) then
       redis.call('ZINCRBY', key, 1, keyword)
       redis.call('PEXPIRE', key, width + 2 * bucket)
       redis.call('INCR', budget)
@@ -272,15 +275,15 @@ end
     )
 });
 
-/// Sums the window's buckets into a temporary set and reads its top.
+/// Sums the window's buckets (`KEYS[2..]`) into a temporary set
+/// (`KEYS[1]`) and reads its top; the keys share a hash tag.
 static TOP: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
     redis::Script::new(
         r"
-local n = tonumber(ARGV[1])
 local keys = {}
-for i = 2, n + 1 do keys[#keys + 1] = ARGV[i] end
-local limit = tonumber(ARGV[n + 2])
-redis.call('ZUNIONSTORE', KEYS[1], n, unpack(keys))
+for i = 2, #KEYS do keys[#keys + 1] = KEYS[i] end
+local limit = tonumber(ARGV[1])
+redis.call('ZUNIONSTORE', KEYS[1], #keys, unpack(keys))
 local top = redis.call('ZREVRANGE', KEYS[1], 0, limit - 1, 'WITHSCORES')
 redis.call('DEL', KEYS[1])
 return top

@@ -377,6 +377,22 @@ async fn suggestions_by_keyboard_and_accessible_controls() {
         .as_str()
         .contains("q=%ED%81%B4%EB%9D%BC%EC%9A%B0%EB%93%9C"));
 
+    // Typing alone searches: results as you type, the URL following.
+    input.clear().await.unwrap();
+    input.send_keys("트랜잭").await.unwrap();
+    until(
+        &browser,
+        "results as typed",
+        "document.querySelector('#total').textContent.includes('총 29건') && document.querySelector('#results li.hit em')?.textContent === '트랜잭'",
+    )
+    .await;
+    until(
+        &browser,
+        "the URL of the typed query",
+        "decodeURIComponent(location.search).includes('q=트랜잭')",
+    )
+    .await;
+
     // Every control has a label, and Tab walks them in reading order.
     let unlabeled = browser
         .execute(

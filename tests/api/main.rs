@@ -14,5 +14,6 @@ mod openapi;
 mod ops;
 mod platform;
 mod property;
+mod scale;
 mod search;
 mod seed;
