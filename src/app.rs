@@ -22,6 +22,9 @@ pub struct App {
     /// A one-connection pool for the health check, apart from the pool
     /// writes and the indexer use (see `mirror::health`).
     health_db: Db,
+    /// The read replica the indexer tails, watched for lag on a pool of
+    /// its own.
+    replica_watch: Option<crate::mirror::health::ReplicaWatch>,
 }
 
 impl App {
@@ -81,7 +84,22 @@ impl App {
             batch: args.indexer_batch.max(1),
             heal_duplicates: args.heal_duplicates,
         };
-        let indexer = Indexer::new(db.clone(), index.clone(), mirror.clone(), config);
+        let mut indexer = Indexer::new(db.clone(), index.clone(), mirror.clone(), config);
+        let mut replica_watch = None;
+        if let Some(url) = &args.database_read_url {
+            let replica = Db::connect_lazy(url, args.store.pool_size())?;
+            if replica.dialect != db.dialect {
+                return Err(crate::error::Error::Config(
+                    "DATABASE_READ_URL must be a replica of DATABASE_URL, on the same kind of database"
+                        .to_owned(),
+                ));
+            }
+            indexer = indexer.reading_from(replica);
+            replica_watch = Some(crate::mirror::health::ReplicaWatch {
+                db: Db::connect_lazy(url, 1)?,
+                max_lag: Duration::from_secs(args.max_replica_lag_secs),
+            });
+        }
         let secret = cursor_secret(&db, args.cursor_secret.as_deref()).await;
         let file = match &args.config {
             Some(path) => {
@@ -120,6 +138,7 @@ impl App {
             },
             indexer,
             health_db,
+            replica_watch,
         })
     }
 
@@ -145,6 +164,7 @@ impl App {
         let suggester = tokio::spawn(suggester);
         let health = tokio::spawn(self.state.mirror.health.clone().watch(
             self.health_db,
+            self.replica_watch,
             self.state.mirror.progress.clone(),
             shutdown.clone(),
         ));

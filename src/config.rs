@@ -300,6 +300,18 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_REPLICA_ID")]
     pub replica_id: Option<String>,
 
+    /// A MySQL/MariaDB read replica of `DATABASE_URL` (one server, not a
+    /// balanced set): the indexer tails the outbox and loads rows from it.
+    /// Writes, heartbeats, pruning, rebuilds and verify stay on the primary.
+    #[arg(long, env = "DATABASE_READ_URL")]
+    pub database_read_url: Option<String>,
+
+    /// With a read replica: past this many seconds of replication lag (the
+    /// age of the oldest outbox row the replica does not have yet), this
+    /// server stops claiming ready.
+    #[arg(long, env = "CHAJA_MAX_REPLICA_LAG_SECS", default_value_t = 30)]
+    pub max_replica_lag_secs: u64,
+
     /// Replicas that have not reported for this many hours do not hold back
     /// outbox pruning (and rebuild by reindex when they come back).
     #[arg(long, env = "CHAJA_OUTBOX_RETENTION_HOURS", default_value_t = 24)]

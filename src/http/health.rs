@@ -52,6 +52,14 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
             "outbox_backlog": readiness.backlog,
             "seconds_behind": readiness.seconds_behind,
         },
+        // Present when the indexer reads from a replica: its lag behind
+        // the primary, in outbox rows and seconds.
+        "replica": readiness.replica.map(|r| json!({
+            "up": r.up,
+            "behind_rows": r.behind_rows,
+            "seconds_behind": r.seconds_behind,
+            "lagging": r.lagging,
+        })),
     });
     (status, Json(body))
 }
@@ -69,6 +77,8 @@ pub(crate) struct Readiness {
     pub backlog: Option<i64>,
     /// Age of the oldest of them, in seconds.
     pub seconds_behind: Option<f64>,
+    /// The read replica's lag, when the indexer reads from one.
+    pub replica: Option<crate::mirror::health::ReplicaFinding>,
 }
 
 impl Readiness {
@@ -91,10 +101,12 @@ impl Readiness {
             failing: progress.is_failing(),
             backlog,
             seconds_behind,
+            replica: health.and_then(|h| h.replica),
         }
     }
 
     pub fn ready(&self) -> bool {
-        self.database && !self.stopped && !self.stuck && !self.rewound && !self.failing
+        let lagging = self.replica.is_some_and(|r| r.lagging);
+        self.database && !self.stopped && !self.stuck && !self.rewound && !self.failing && !lagging
     }
 }

@@ -53,5 +53,12 @@ async fn render(State(state): State<AppState>) -> String {
         metrics::gauge!("outbox_backlog").set(backlog as f64);
         metrics::gauge!("outbox_seconds_behind").set(behind);
     }
+    if let Some(replica) = readiness.replica {
+        metrics::gauge!("replica_up").set(if replica.up { 1.0 } else { 0.0 });
+        if let (Some(rows), Some(seconds)) = (replica.behind_rows, replica.seconds_behind) {
+            metrics::gauge!("replica_lag_rows").set(rows as f64);
+            metrics::gauge!("replica_lag_seconds").set(seconds);
+        }
+    }
     install().render()
 }

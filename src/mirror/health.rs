@@ -33,7 +33,29 @@ pub struct Finding {
     /// Outbox rows past the applied position, and the oldest one's time in
     /// epoch milliseconds; `None` when the database did not answer.
     pub backlog: Option<(i64, Option<i64>)>,
+    /// The read replica the indexer tails, when one is configured.
+    pub replica: Option<ReplicaFinding>,
     pub at: Instant,
+}
+
+/// How far the read replica is behind the primary, in outbox terms: the
+/// rows the primary has past the replica's newest, and the age of the
+/// oldest of them.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplicaFinding {
+    /// Both the replica and the primary answered.
+    pub up: bool,
+    pub behind_rows: Option<i64>,
+    pub seconds_behind: Option<f64>,
+    /// Down, or behind by more than the configured bound: not ready.
+    pub lagging: bool,
+}
+
+/// The read replica to watch, and the lag past which it counts as lagging.
+#[derive(Debug, Clone)]
+pub struct ReplicaWatch {
+    pub db: Db,
+    pub max_lag: Duration,
 }
 
 /// The last finding, shared by the checker and the probes.
@@ -48,6 +70,7 @@ impl Health {
         health.set(Finding {
             database,
             backlog: None,
+            replica: None,
             at: Instant::now(),
         });
         health
@@ -65,9 +88,18 @@ impl Health {
 
     /// Checks every [`CHECK_EVERY`] until `shutdown`. `db` should be a pool
     /// of its own (see the module docs).
-    pub async fn watch(self, db: Db, progress: Arc<Progress>, shutdown: CancellationToken) {
+    pub async fn watch(
+        self,
+        db: Db,
+        replica: Option<ReplicaWatch>,
+        progress: Arc<Progress>,
+        shutdown: CancellationToken,
+    ) {
         loop {
-            let finding = check(&db, progress.applied_seq()).await;
+            let mut finding = check(&db, progress.applied_seq()).await;
+            if let Some(replica) = &replica {
+                finding.replica = Some(check_replica(&db, replica).await);
+            }
             self.set(finding);
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -92,6 +124,32 @@ async fn check(db: &Db, applied: i64) -> Finding {
     Finding {
         database,
         backlog,
+        replica: None,
         at: Instant::now(),
+    }
+}
+
+/// The replica's newest outbox id, then what the primary has past it.
+async fn check_replica(primary: &Db, replica: &ReplicaWatch) -> ReplicaFinding {
+    let behind = async {
+        let newest = outbox::max_seq(&replica.db).await?;
+        outbox::backlog(primary, newest).await
+    };
+    match tokio::time::timeout(CHECK_TIMEOUT, behind).await {
+        Ok(Ok((rows, oldest))) => {
+            let seconds = oldest.map_or(0.0, |t| (crate::db::now_ms() - t).max(0) as f64 / 1000.0);
+            ReplicaFinding {
+                up: true,
+                behind_rows: Some(rows),
+                seconds_behind: Some(seconds),
+                lagging: seconds > replica.max_lag.as_secs_f64(),
+            }
+        }
+        _ => ReplicaFinding {
+            up: false,
+            behind_rows: None,
+            seconds_behind: None,
+            lagging: true,
+        },
     }
 }

@@ -277,6 +277,16 @@ impl Position {
     }
 }
 
+/// Outbox ids committed on the primary.
+#[derive(Default)]
+struct Committed(BTreeSet<i64>);
+
+impl Committed {
+    fn contains(&self, first: i64, last: i64) -> bool {
+        self.0.range(first..=last).next().is_some()
+    }
+}
+
 /// Rows to upsert (`Some`) or delete (`None`).
 type Work = Vec<(Kind, i64, Option<Doc>)>;
 
@@ -311,6 +321,12 @@ struct Round {
 
 pub struct Indexer {
     db: Db,
+    /// Where the outbox and rows are tailed from: `db` itself, or a read
+    /// replica of it (see [`Indexer::reading_from`]).
+    read: Db,
+    /// Whether `read` is a replica, so that a gap is never forgotten on
+    /// its word alone.
+    replica: bool,
     index: SearchIndex,
     handle: MirrorHandle,
     config: IndexerConfig,
@@ -319,11 +335,24 @@ pub struct Indexer {
 impl Indexer {
     pub fn new(db: Db, index: SearchIndex, handle: MirrorHandle, config: IndexerConfig) -> Indexer {
         Indexer {
+            read: db.clone(),
+            replica: false,
             db,
             index,
             handle,
             config,
         }
+    }
+
+    /// Tails the outbox and loads rows from a read replica of the
+    /// database. A replica lags: a change committed on the primary may not
+    /// be there yet. So a gap the primary calls settled (no transaction
+    /// holds it) is forgotten only when the primary does not have it
+    /// either; otherwise it waits for the replica like any other gap.
+    pub fn reading_from(mut self, replica: Db) -> Indexer {
+        self.read = replica;
+        self.replica = true;
+        self
     }
 
     /// Runs until `shutdown`. Every round commits what it applied, so there
@@ -603,7 +632,7 @@ impl Indexer {
     /// connections could each see a different snapshot, and an older row
     /// read after a newer outbox row would be recorded as applied.
     async fn read_batch(&self, position: &Position, heal: &[(Kind, i64)]) -> Result<Batch> {
-        let mut tx = self.db.pool.begin().await?;
+        let mut tx = self.read.pool.begin().await?;
         let mut rows = if position.gaps.len() < MAX_GAP_RUNS {
             outbox::changes_after(&mut tx, position.high, self.config.batch).await?
         } else {
@@ -651,6 +680,19 @@ impl Indexer {
         Ok(Batch { rows, new, work })
     }
 
+    /// The outbox ids in `ranges` that the primary has committed, when rows
+    /// are read from a replica (which may not have them yet). Reading from
+    /// the primary itself, none need waiting for: the read that follows
+    /// sees what the settling check saw.
+    async fn on_primary(&self, ranges: &[(i64, i64)]) -> Result<Committed> {
+        if !self.replica {
+            return Ok(Committed::default());
+        }
+        let mut conn = self.db.pool.acquire().await?;
+        let rows = outbox::changes_in_ranges(&mut conn, ranges).await?;
+        Ok(Committed(rows.iter().map(|r| r.seq).collect()))
+    }
+
     /// One batch on one tail: check gaps that are due, read, apply, commit.
     async fn round(&self, tail: &mut Tail) -> Result<Round> {
         let mut next = tail.position.clone();
@@ -659,12 +701,17 @@ impl Indexer {
         // One locking read for all of them, and one per gap only when some
         // transaction still holds one.
         if !due.is_empty() && outbox::ranges_settled(&self.db, &due).await? {
-            for (first, _) in &due {
-                next.checked(*first, true, now);
+            let replicated = self.on_primary(&due).await?;
+            for (first, last) in &due {
+                next.checked(*first, !replicated.contains(*first, *last), now);
             }
         } else {
             for (first, last) in due {
-                let settled = outbox::ranges_settled(&self.db, &[(first, last)]).await?;
+                let settled = outbox::ranges_settled(&self.db, &[(first, last)]).await?
+                    && !self
+                        .on_primary(&[(first, last)])
+                        .await?
+                        .contains(first, last);
                 next.checked(first, settled, now);
             }
         }

@@ -136,6 +136,8 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         max_content_chars: 20_000,
         max_body_bytes: 65_536,
         replica_id: None,
+        database_read_url: None,
+        max_replica_lag_secs: 30,
         outbox_retention_hours: 24,
         outbox_keep: 100_000,
         housekeeping_ms: 10_000,
@@ -466,6 +468,8 @@ pub struct PrivateMariaDb {
     datadir: tempfile::TempDir,
     pub port: u16,
     process: Option<std::process::Child>,
+    /// Server options besides the defaults below (replication).
+    options: Vec<String>,
 }
 
 impl PrivateMariaDb {
@@ -473,6 +477,8 @@ impl PrivateMariaDb {
         let datadir = tempfile::tempdir().unwrap();
         let status = std::process::Command::new("mariadb-install-db")
             .args(["--no-defaults", "--user=root", "--skip-test-db"])
+            // Root logs in with no password when grants are on.
+            .arg("--auth-root-authentication-method=normal")
             .arg(format!("--datadir={}", datadir.path().display()))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -484,7 +490,55 @@ impl PrivateMariaDb {
             datadir,
             port,
             process: None,
+            options: vec![
+                "--skip-grant-tables".to_owned(),
+                "--skip-log-bin".to_owned(),
+            ],
         }
+    }
+
+    /// A primary with a row-based binary log, and a replica of it that
+    /// follows by GTID, both started. The primary keeps its grants (a
+    /// trigger replicates with its definer, which must exist); root logs in
+    /// with no password, and the replica logs in to the primary as root.
+    pub async fn replicated_pair() -> (PrivateMariaDb, PrivateMariaDb) {
+        let mut primary = PrivateMariaDb::install();
+        primary.options = [
+            "--skip-name-resolve",
+            "--server-id=1",
+            "--log-bin",
+            "--log-basename=primary",
+            "--binlog-format=ROW",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let mut replica = PrivateMariaDb::install();
+        replica.options = [
+            "--skip-grant-tables",
+            "--server-id=2",
+            "--skip-log-bin",
+            "--read-only=1",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        primary.start().await;
+        replica.start().await;
+        replica
+            .admin(&format!(
+                "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
+                 MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
+                primary.port
+            ))
+            .await;
+        replica.admin("START SLAVE").await;
+        (primary, replica)
+    }
+
+    /// Runs one statement as root.
+    pub async fn admin(&self, sql: &str) {
+        let db = chaja::db::Db::connect_lazy(&self.url(), 1).unwrap();
+        sqlx::query(sql).execute(&db.pool).await.unwrap();
+        db.pool.close().await;
     }
 
     pub fn url(&self) -> String {
@@ -502,12 +556,8 @@ impl PrivateMariaDb {
             .arg(format!("--datadir={}", dir.display()))
             .arg(format!("--socket={}", dir.join("mysqld.sock").display()))
             .arg(format!("--port={}", self.port))
-            .args([
-                "--bind-address=127.0.0.1",
-                "--user=root",
-                "--skip-grant-tables",
-                "--skip-log-bin",
-            ])
+            .args(["--bind-address=127.0.0.1", "--user=root"])
+            .args(&self.options)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()

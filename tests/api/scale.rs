@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::helpers::{spawn_app_with, RedisCluster, Store, TestApp};
+use crate::helpers::{spawn_app_with, PrivateMariaDb, RedisCluster, Store, TestApp};
 
 async fn trending(app: &TestApp) -> (u16, Value) {
     let (status, body) = app.get("/api/search/trending?window=1h").await;
@@ -125,4 +125,96 @@ async fn redis_cluster_carries_the_cache_and_trending_through_a_failover() {
     );
     other.finish().await;
     Arc::into_inner(app).unwrap().finish().await;
+}
+
+/// Polls until `q` finds `want` rows.
+async fn until_total(app: &TestApp, q: &str, want: u64, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let body = app.search(q, "").await;
+        if body["total"] == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{q}: total {} instead of {want}",
+            body["total"]
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A server whose indexer reads a real MariaDB replica
+/// (`DATABASE_READ_URL`): writes go to the primary and become searchable
+/// through the replica; while replication is paused they do not (the
+/// replica is what is read), `/readyz` reports the lag and, past the
+/// bound, stops claiming ready. And a transaction that commits on the
+/// primary while the replica is paused, after the indexer saw the ids
+/// around it, is not taken for a rollback: the primary has it, so its gap
+/// waits for the replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_reading_a_mariadb_replica_follows_the_primary_through_it() {
+    let (primary, replica) = PrivateMariaDb::replicated_pair().await;
+    let (primary_url, replica_url) = (primary.url(), replica.url());
+    let app = spawn_app_with(Store::MySql, |args| {
+        args.store.database_url = primary_url.clone();
+        args.database_read_url = Some(replica_url);
+        args.max_replica_lag_secs = 1;
+    })
+    .await;
+    let user = app.create_user("u").await;
+    app.create_question(user, "복제 첫 글", "본문").await;
+    until_total(&app, "복제", 1, Duration::from_secs(20)).await;
+    let (status, ready) = app.get("/readyz").await;
+    assert_eq!(status, 200, "{ready}");
+    assert_eq!(ready["replica"]["up"], true, "{ready}");
+
+    // Replication paused: a write reaches the primary, not the replica,
+    // so not the index; the lag shows and readiness goes.
+    replica.admin("STOP SLAVE SQL_THREAD").await;
+    app.create_question(user, "복제 둘째 글", "본문").await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(app.search("복제", "").await["total"], 1);
+    let (status, ready) = app.get("/readyz").await;
+    assert_eq!(status, 503, "{ready}");
+    assert_eq!(ready["replica"]["lagging"], true, "{ready}");
+    assert!(
+        ready["replica"]["behind_rows"].as_i64().unwrap() >= 1,
+        "{ready}"
+    );
+    replica.admin("START SLAVE SQL_THREAD").await;
+    until_total(&app, "복제", 2, Duration::from_secs(20)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while app.get("/readyz").await.0 != 200 {
+        assert!(Instant::now() < deadline, "never ready again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A gap the primary settles while the replica lags: transaction A
+    // takes an outbox id and stays open; B commits after it and reaches
+    // the index through the replica, so A's id is a gap. Then the replica
+    // pauses and A commits: the primary holds no lock on the gap any more
+    // (settled), but the replica does not have it. A is applied once the
+    // replica catches up, never forgotten.
+    let writer = chaja::db::Db::connect_lazy(&primary_url, 2).unwrap();
+    let mut a = writer.pool.begin().await.unwrap();
+    sqlx::query(&format!(
+        "INSERT INTO questions (author_id, title, content) VALUES ({user}, '간극 에이', '본문')"
+    ))
+    .execute(&mut *a)
+    .await
+    .unwrap();
+    app.create_question(user, "간극 비", "본문").await;
+    until_total(&app, "간극", 1, Duration::from_secs(20)).await;
+    replica.admin("STOP SLAVE SQL_THREAD").await;
+    a.commit().await.unwrap();
+    // Several settling checks (one a second) while the replica lags.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(app.search("간극", "").await["total"], 1);
+    replica.admin("START SLAVE SQL_THREAD").await;
+    until_total(&app, "간극", 2, Duration::from_secs(20)).await;
+
+    writer.pool.close().await;
+    app.finish().await;
+    drop((primary, replica));
 }
