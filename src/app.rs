@@ -25,6 +25,9 @@ pub struct App {
     /// The read replica the indexer tails, watched for lag on a pool of
     /// its own.
     replica_watch: Option<crate::mirror::health::ReplicaWatch>,
+    /// How long to answer, not ready, between the shutdown signal and
+    /// closing the listener.
+    drain: Duration,
 }
 
 impl App {
@@ -139,6 +142,7 @@ impl App {
             indexer,
             health_db,
             replica_watch,
+            drain: Duration::from_millis(args.drain_ms),
         })
     }
 
@@ -168,7 +172,27 @@ impl App {
             self.state.mirror.progress.clone(),
             shutdown.clone(),
         ));
-        let served = http::serve(listener, self.state, &self.limits, shutdown.clone()).await;
+        // Draining: on the signal `/readyz` turns 503 at once, and the
+        // listener closes only after `drain`, so a balancer stops sending
+        // here before connections are refused.
+        let serving = CancellationToken::new();
+        tokio::spawn({
+            let (shutdown, serving) = (shutdown.clone(), serving.clone());
+            let (progress, drain) = (self.state.mirror.progress.clone(), self.drain);
+            async move {
+                shutdown.cancelled().await;
+                if !drain.is_zero() {
+                    progress.start_draining();
+                    tracing::info!(
+                        drain_ms = drain.as_millis() as u64,
+                        "draining before shutdown"
+                    );
+                    tokio::time::sleep(drain).await;
+                }
+                serving.cancel();
+            }
+        });
+        let served = http::serve(listener, self.state, &self.limits, serving).await;
         shutdown.cancel();
         // An indexer error was logged when it happened.
         let _ = indexer.await?;

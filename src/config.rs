@@ -300,6 +300,14 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_REPLICA_ID")]
     pub replica_id: Option<String>,
 
+    /// On SIGTERM or Ctrl-C, how long to keep answering with `/readyz` at
+    /// 503 before closing the listener, in milliseconds, so that a load
+    /// balancer's health check takes this server out first. Set it above
+    /// the balancer's check interval × fall count (`deploy/haproxy.cfg`:
+    /// 2,000).
+    #[arg(long, env = "CHAJA_DRAIN_MS", default_value_t = 0)]
+    pub drain_ms: u64,
+
     /// A MySQL/MariaDB read replica of `DATABASE_URL` (one server, not a
     /// balanced set): the indexer tails the outbox and loads rows from it.
     /// Writes, heartbeats, pruning, rebuilds and verify stay on the primary.

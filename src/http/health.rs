@@ -29,7 +29,7 @@ async fn healthz() -> Json<Value> {
 /// whose index is frozen (database down, indexer dead or stuck, outbox
 /// rewound under it) should not take new traffic from a balancer that has a
 /// better one.
-#[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, description = "index open, database reachable, indexer following the outbox"), (status = 503, description = "database unreachable, or the indexer stopped, stuck or waiting for a rebuild")))]
+#[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, description = "index open, database reachable, indexer following the outbox"), (status = 503, description = "database unreachable, the indexer stopped, stuck or waiting for a rebuild, the read replica lagging, or the server draining before shutdown")))]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let readiness = Readiness::of(&state);
     let status = if readiness.ready() {
@@ -40,6 +40,7 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let generation = state.index.live();
     let body = json!({
         "database": readiness.database,
+        "draining": readiness.draining,
         // Redis never decides readiness: searches answer without it.
         "redis": state.cache.redis_state().map_or("off", |s| s.as_str()),
         "index": { "generation": generation.id, "docs": generation.num_docs() },
@@ -72,6 +73,8 @@ pub(crate) struct Readiness {
     pub stuck: bool,
     pub rewound: bool,
     pub failing: bool,
+    /// Shutting down: still answering, taking no new traffic.
+    pub draining: bool,
     /// Outbox rows past the applied position; unknown while the database
     /// is down.
     pub backlog: Option<i64>,
@@ -99,6 +102,7 @@ impl Readiness {
             stuck: progress.since_tick() >= STUCK_AFTER,
             rewound: progress.is_rewound(),
             failing: progress.is_failing(),
+            draining: progress.is_draining(),
             backlog,
             seconds_behind,
             replica: health.and_then(|h| h.replica),
@@ -107,6 +111,12 @@ impl Readiness {
 
     pub fn ready(&self) -> bool {
         let lagging = self.replica.is_some_and(|r| r.lagging);
-        self.database && !self.stopped && !self.stuck && !self.rewound && !self.failing && !lagging
+        self.database
+            && !self.stopped
+            && !self.stuck
+            && !self.rewound
+            && !self.failing
+            && !self.draining
+            && !lagging
     }
 }

@@ -37,6 +37,9 @@ pub struct Progress {
     stopped: AtomicBool,
     /// Set when the outbox was found rewound, until a rebuild is live.
     rewound: AtomicBool,
+    /// Set when the server is shutting down and draining: it still
+    /// answers, but a balancer should send new requests elsewhere.
+    draining: AtomicBool,
 }
 
 impl Default for Progress {
@@ -49,6 +52,7 @@ impl Default for Progress {
             failing: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             rewound: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
         }
     }
 }
@@ -77,6 +81,15 @@ impl Progress {
 
     pub fn is_rewound(&self) -> bool {
         self.rewound.load(Ordering::Acquire)
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    /// Marks the server as shutting down (see the field).
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Release);
     }
 
     /// How long ago the indexer last went round its loop.

@@ -138,6 +138,7 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         replica_id: None,
         database_read_url: None,
         max_replica_lag_secs: 30,
+        drain_ms: 0,
         outbox_retention_hours: 24,
         outbox_keep: 100_000,
         housekeeping_ms: 10_000,

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::helpers::{spawn_app_with, PrivateMariaDb, RedisCluster, Store, TestApp};
+use crate::helpers::{
+    free_port, spawn_app, spawn_app_with, PrivateMariaDb, RedisCluster, Server, Store, TestApp,
+};
 
 async fn trending(app: &TestApp) -> (u16, Value) {
     let (status, body) = app.get("/api/search/trending?window=1h").await;
@@ -217,4 +219,154 @@ async fn a_server_reading_a_mariadb_replica_follows_the_primary_through_it() {
     writer.pool.close().await;
     app.finish().await;
     drop((primary, replica));
+}
+
+/// HAProxy (Debian's, with `deploy/haproxy.cfg`) in front of 3 `chaja
+/// serve` processes on one database. Under a steady search load one
+/// replica is killed with SIGKILL and another is stopped with SIGTERM (it
+/// drains: not ready at once, still answering): no search fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_behind_haproxy_lose_no_search_when_one_dies_and_one_drains() {
+    let app = spawn_app(Store::MySql).await;
+    let user = app.create_user("u").await;
+    for i in 0..20 {
+        app.create_question(user, &format!("균형 {i}"), "로드 밸런서 뒤의 검색")
+            .await;
+    }
+    app.wait_indexed().await;
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let mut servers: Vec<Server> = (0..3)
+        .map(|i| {
+            Server::start(&[
+                ("DATABASE_URL", app.args.store.database_url.clone()),
+                ("CHAJA_INDEX_DIR", dirs[i].path().display().to_string()),
+                ("CHAJA_BIND", format!("127.0.0.1:{}", ports[i])),
+                ("CHAJA_DRAIN_MS", "1500".to_owned()),
+                ("CHAJA_TRUSTED_PROXIES", "127.0.0.1".to_owned()),
+            ])
+        })
+        .collect();
+    let client = reqwest::Client::new();
+    for port in &ports {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ready = client
+                .get(format!("http://127.0.0.1:{port}/api/search?q=균형"))
+                .send()
+                .await
+                .ok();
+            let total = match ready {
+                Some(r) if r.status() == 200 => r.json::<Value>().await.unwrap()["total"].clone(),
+                _ => Value::Null,
+            };
+            if total == 20 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replica on {port} never caught up"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let lb_port = free_port();
+    let haproxy = std::process::Command::new("haproxy")
+        .args(["-db", "-f", "deploy/haproxy.cfg"])
+        .env("CHAJA_LB_BIND", format!("127.0.0.1:{lb_port}"))
+        .env("CHAJA_1", format!("127.0.0.1:{}", ports[0]))
+        .env("CHAJA_2", format!("127.0.0.1:{}", ports[1]))
+        .env("CHAJA_3", format!("127.0.0.1:{}", ports[2]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("haproxy runs (apt-get install haproxy; .ci/run does)");
+    let mut haproxy = KillOnDrop(haproxy);
+    // Two health checks (rise 2, every 500 ms) bring every replica in.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    let lb = format!("http://127.0.0.1:{lb_port}/api/search?q=균형");
+    let stop = Arc::new(AtomicBool::new(false));
+    let load: Vec<_> = (0..4)
+        .map(|_| {
+            let (client, lb, stop) = (client.clone(), lb.clone(), stop.clone());
+            tokio::spawn(async move {
+                let (mut ok, mut failed) = (0u32, Vec::new());
+                while !stop.load(Ordering::Relaxed) {
+                    match client.get(&lb).send().await {
+                        Ok(r) if r.status() == 200 => {
+                            let body: Value = r.json().await.unwrap();
+                            assert_eq!(body["total"], 20);
+                            ok += 1;
+                        }
+                        Ok(r) => failed.push(r.status().to_string()),
+                        Err(e) => failed.push(e.to_string()),
+                    }
+                }
+                (ok, failed)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    servers[0].kill();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &servers[1].0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    // Draining: still answering, but not ready, so the balancer moves on.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let ready = client
+            .get(format!("http://127.0.0.1:{}/readyz", ports[1]))
+            .send()
+            .await
+            .unwrap();
+        if ready.status() == 503 {
+            assert_eq!(ready.json::<Value>().await.unwrap()["draining"], true);
+            break;
+        }
+        assert!(Instant::now() < deadline, "not draining after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The drained one exits by itself once its drain is over.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while servers[1].0.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "SIGTERM did not stop the replica"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    stop.store(true, Ordering::Relaxed);
+    let (mut ok, mut failed) = (0, Vec::new());
+    for task in load {
+        let (o, f) = task.await.unwrap();
+        ok += o;
+        failed.extend(f);
+    }
+    assert!(ok > 100, "only {ok} searches");
+    assert!(
+        failed.is_empty(),
+        "{} of {} failed: {failed:?}",
+        failed.len(),
+        ok as usize + failed.len()
+    );
+    eprintln!(
+        "{ok} searches through haproxy, none failed, with one replica killed and one drained"
+    );
+    let _ = haproxy.0.kill();
+    app.finish().await;
+}
+
+/// Kills a child process when dropped (a failing test leaves none).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
