@@ -38,6 +38,9 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct Operations {
     pub rebuilds: Tracker,
     last_verify: Arc<Mutex<Option<LastVerify>>>,
+    /// Documents by kind, per generation and index version: counting them
+    /// is a pass over every document, and a console polls every 2 s.
+    counted: Arc<Mutex<Option<((u64, i64), [u64; 2])>>>,
 }
 
 /// A verification's counts, without the drifted rows.
@@ -191,8 +194,18 @@ const REPLICAS_TIMEOUT: Duration = Duration::from_secs(1);
 async fn status(State(state): State<AppState>) -> Result<Json<Status>> {
     let generation = state.index.live();
     let live_id = generation.id;
+    let at = (live_id, state.mirror.progress.version());
+    let counted = state.operations.counted.clone();
     let index = tokio::task::spawn_blocking(move || -> Result<IndexStatus> {
-        let [question, review] = generation.docs_by_kind()?;
+        let known = *counted.lock().expect("counted lock");
+        let [question, review] = match known {
+            Some((when, counts)) if when == at => counts,
+            _ => {
+                let counts = generation.docs_by_kind()?;
+                *counted.lock().expect("counted lock") = Some((at, counts));
+                counts
+            }
+        };
         let (analyzer, normalization) = generation.built_with();
         Ok(IndexStatus {
             generation: generation.id,
