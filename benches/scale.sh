@@ -4,7 +4,7 @@
 # MariaDB primary and GTID replica, a 3-master Redis Cluster with replicas),
 # all on this machine. First a run with nothing failing, then the same run
 # while one chaja replica is SIGKILLed, the MariaDB replica is SIGKILLed
-# and restarted, and one Redis master crashes. The LIKE baseline is timed
+# and restarted, and one Redis master is SIGKILLed. The LIKE baseline is timed
 # on the same primary, with the same keywords.
 #
 #   bash benches/scale.sh [rows] [users] [run-time-seconds]
@@ -55,12 +55,12 @@ done
 echo "== steady: nothing fails"
 run steady
 
-echo "== faults: chaja2 killed at ${run_time}/4, the database replica killed at ${run_time}/2 and back 10 s later, a redis master crashed at 3/4"
+echo "== faults: chaja2 killed at ${run_time}/4, the database replica killed at ${run_time}/2 and back 10 s later, a redis master killed at 3/4"
 (
   sleep $((run_time / 4)); echo "[fault] kill chaja2 at $(date +%T)"; $cluster kill chaja2
   sleep $((run_time / 4)); echo "[fault] kill db-replica at $(date +%T)"; $cluster kill db-replica
   sleep 10; echo "[fault] start db-replica at $(date +%T)"; $cluster start db-replica
-  sleep $((run_time / 4 - 10)); echo "[fault] crash a redis master at $(date +%T)"; $cluster kill redis-master
+  sleep $((run_time / 4 - 10)); echo "[fault] kill a redis master at $(date +%T)"; $cluster kill redis-master
 ) &
 faults=$!
 run faults

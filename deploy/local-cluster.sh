@@ -143,7 +143,7 @@ kill_part() {
   case $1 in
     chaja1 | chaja2 | chaja3) kill -9 "$(cat "$dir/$1.pid")" ;;
     db-replica) kill -9 "$(cat "$dir/replica.pid")" ;;
-    redis-master) redis-cli -p "$(redis_master)" debug segfault >/dev/null 2>&1 || true ;;
+    redis-master) kill -9 "$(cat "$dir/redis-$(redis_master)/redis.pid")" ;;
     *) echo "kill chaja1|chaja2|chaja3|db-replica|redis-master" >&2; exit 2 ;;
   esac
 }

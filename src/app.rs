@@ -149,8 +149,33 @@ impl App {
     /// Serves on `listener` until `shutdown`; in-flight requests finish and
     /// the indexer commits before this returns.
     pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
+        // Draining: on the signal `/readyz` turns 503 at once, and the
+        // listener closes only after `drain`, so a balancer stops sending
+        // here before connections are refused. The indexer and the other
+        // background tasks go on until then, so the index does not freeze
+        // while the server still answers.
+        let serving = CancellationToken::new();
+        tokio::spawn({
+            let (shutdown, serving) = (shutdown.clone(), serving.clone());
+            let (progress, drain) = (self.state.mirror.progress.clone(), self.drain);
+            async move {
+                tokio::select! {
+                    _ = shutdown.cancelled() => {}
+                    _ = serving.cancelled() => return,
+                }
+                if !drain.is_zero() {
+                    progress.start_draining();
+                    tracing::info!(
+                        drain_ms = drain.as_millis() as u64,
+                        "draining before shutdown"
+                    );
+                    tokio::time::sleep(drain).await;
+                }
+                serving.cancel();
+            }
+        });
         let indexer = self.indexer;
-        let token = shutdown.clone();
+        let token = serving.clone();
         let indexer = tokio::spawn(async move {
             // Logged when it happens: searches go on, but the index stops
             // following the database until a restart.
@@ -163,36 +188,17 @@ impl App {
         let suggester = self.state.suggester.clone().run(
             self.state.index.clone(),
             self.state.trending.clone(),
-            shutdown.clone(),
+            serving.clone(),
         );
         let suggester = tokio::spawn(suggester);
         let health = tokio::spawn(self.state.mirror.health.clone().watch(
             self.health_db,
             self.replica_watch,
             self.state.mirror.progress.clone(),
-            shutdown.clone(),
+            serving.clone(),
         ));
-        // Draining: on the signal `/readyz` turns 503 at once, and the
-        // listener closes only after `drain`, so a balancer stops sending
-        // here before connections are refused.
-        let serving = CancellationToken::new();
-        tokio::spawn({
-            let (shutdown, serving) = (shutdown.clone(), serving.clone());
-            let (progress, drain) = (self.state.mirror.progress.clone(), self.drain);
-            async move {
-                shutdown.cancelled().await;
-                if !drain.is_zero() {
-                    progress.start_draining();
-                    tracing::info!(
-                        drain_ms = drain.as_millis() as u64,
-                        "draining before shutdown"
-                    );
-                    tokio::time::sleep(drain).await;
-                }
-                serving.cancel();
-            }
-        });
-        let served = http::serve(listener, self.state, &self.limits, serving).await;
+        let served = http::serve(listener, self.state, &self.limits, serving.clone()).await;
+        serving.cancel();
         shutdown.cancel();
         // An indexer error was logged when it happened.
         let _ = indexer.await?;

@@ -304,7 +304,7 @@ pub struct ServeArgs {
     /// 503 before closing the listener, in milliseconds, so that a load
     /// balancer's health check takes this server out first. Set it above
     /// the balancer's check interval × fall count (`deploy/haproxy.cfg`:
-    /// 2,000).
+    /// 500 ms × 2, so 1,500 leaves a margin).
     #[arg(long, env = "CHAJA_DRAIN_MS", default_value_t = 0)]
     pub drain_ms: u64,
 

@@ -144,8 +144,8 @@ impl ConnectionLike for Connection {
 enum Nodes {
     /// Reconnects by itself; connects on first use.
     Single(ConnectionManager),
-    /// The cluster client cannot connect lazily: the first call connects
-    /// (within its timeout), and a failed attempt is retried by the next.
+    /// Connected by the first call (within its timeout); a failed attempt
+    /// is retried by the next.
     Cluster {
         client: Arc<ClusterClient>,
         conn: Arc<tokio::sync::OnceCell<ClusterConnection>>,
@@ -166,13 +166,20 @@ impl Nodes {
     }
 }
 
-/// The cluster's seed nodes, if `url` names a cluster.
+/// The cluster's seed nodes, if `url` names a cluster. In
+/// `redis+cluster://[user:password@]h1:p1,h2:p2` the credentials are
+/// written once and apply to every node (the client refuses seeds with
+/// different passwords).
 fn cluster_nodes(url: &str) -> Option<Vec<String>> {
-    if let Some(hosts) = url.strip_prefix("redis+cluster://") {
+    if let Some(rest) = url.strip_prefix("redis+cluster://") {
+        let (credentials, hosts) = match rest.rsplit_once('@') {
+            Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+            None => (String::new(), rest),
+        };
         return Some(
             hosts
                 .split(',')
-                .map(|host| format!("redis://{}", host.trim()))
+                .map(|host| format!("redis://{credentials}{}", host.trim()))
                 .collect(),
         );
     }
@@ -298,5 +305,27 @@ impl RedisTier {
         metrics::counter!("cache_redis_errors_total").increment(1);
         tracing::debug!(error, "redis call failed");
         self.breaker.on_error();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cluster_nodes;
+
+    #[test]
+    fn cluster_urls_name_every_seed_with_the_same_credentials() {
+        assert_eq!(cluster_nodes("redis://127.0.0.1:6379"), None);
+        assert_eq!(
+            cluster_nodes("redis+cluster://:secret@h1:7000,h2:7001").unwrap(),
+            ["redis://:secret@h1:7000", "redis://:secret@h2:7001"]
+        );
+        assert_eq!(
+            cluster_nodes("redis+cluster://h1:7000, h2:7001").unwrap(),
+            ["redis://h1:7000", "redis://h2:7001"]
+        );
+        assert_eq!(
+            cluster_nodes("redis://h1:7000,redis://h2:7001").unwrap(),
+            ["redis://h1:7000", "redis://h2:7001"]
+        );
     }
 }

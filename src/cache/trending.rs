@@ -215,21 +215,23 @@ impl Store {
             Store::Local(local) => local.lock().expect("trending lock").record(event),
             Store::Redis(redis) => {
                 let client = client_hash(event.client, &event.keyword);
+                let who = client_hash(event.client, "");
                 let tag = redis.tagged("trend");
                 let mut script = RECORD.prepare_invoke();
-                // The one declared key routes the script to the slot of
-                // the tag, where every key it builds lives.
-                script
-                    .key(format!("{tag}route"))
-                    .arg(&tag)
-                    .arg(&event.keyword)
-                    .arg(&client)
-                    .arg(event.at_ms)
-                    .arg(BUCKET_CAP)
-                    .arg(client_hash(event.client, ""))
-                    .arg(CLIENT_CAP);
-                for (name, width) in Window::ALL.map(|w| (w.name(), w.width_ms())) {
-                    script.arg(name).arg(width).arg(width / BUCKETS_PER_WINDOW);
+                script.arg(&event.keyword).arg(BUCKET_CAP).arg(CLIENT_CAP);
+                // Per window, the keys it touches, declared (one hash tag,
+                // so one cluster slot): the bucket, this client's budget
+                // in it, and this client's mark for this keyword.
+                for window in Window::ALL {
+                    let (name, width) = (window.name(), window.width_ms());
+                    let bucket = width / BUCKETS_PER_WINDOW;
+                    let index = event.at_ms.div_euclid(bucket);
+                    script
+                        .key(format!("{tag}{name}:{index}"))
+                        .key(format!("{tag}client:{name}:{index}:{who}"))
+                        .key(format!("{tag}seen:{name}:{client}"))
+                        .arg(width)
+                        .arg(bucket);
                 }
                 redis
                     .call(|mut conn| async move { script.invoke_async::<()>(&mut conn).await })
@@ -249,21 +251,19 @@ fn client_hash(client: IpAddr, keyword: &str) -> String {
 /// within the window, the client already added `client_cap` keywords to
 /// this bucket, or the bucket already holds `cap` other keywords (so a
 /// flood of distinct queries can neither grow a bucket nor leave a mark
-/// per query). Key names are built in the script, all under the hash tag
-/// in `prefix`: on a cluster they share the slot the declared key routes to.
+/// per query). Every key is declared (`KEYS`, three per window) and shares
+/// one hash tag, so on a cluster the script runs on the one slot that
+/// holds them.
 static RECORD: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
     redis::Script::new(
         r"
-local prefix, keyword, client, now, cap = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-local who, client_cap = ARGV[6], tonumber(ARGV[7])
-for i = 8, #ARGV, 3 do
-  local name, width, bucket = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local index = math.floor(now / bucket)
-  local key = prefix .. name .. ':' .. index
-  local budget = prefix .. 'client:' .. name .. ':' .. index .. ':' .. who
+local keyword, cap, client_cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+for w = 0, #KEYS / 3 - 1 do
+  local key, budget, seen = KEYS[3 * w + 1], KEYS[3 * w + 2], KEYS[3 * w + 3]
+  local width, bucket = tonumber(ARGV[4 + 2 * w]), tonumber(ARGV[5 + 2 * w])
   if (redis.call('ZCARD', key) < cap or redis.call('ZSCORE', key, keyword))
     and tonumber(redis.call('GET', budget) or '0') < client_cap then
-    if redis.call('SET', prefix .. 'seen:' .. name .. ':' .. client, '1', 'NX', 'PX', width) then
+    if redis.call('SET', seen, '1', 'NX', 'PX', width) then
       redis.call('ZINCRBY', key, 1, keyword)
       redis.call('PEXPIRE', key, width + 2 * bucket)
       redis.call('INCR', budget)

@@ -40,8 +40,11 @@ pub struct Operations {
     last_verify: Arc<Mutex<Option<LastVerify>>>,
     /// Documents by kind, per generation and index version: counting them
     /// is a pass over every document, and a console polls every 2 s.
-    counted: Arc<Mutex<Option<((u64, i64), [u64; 2])>>>,
+    counted: Arc<Mutex<Option<Counted>>>,
 }
+
+/// `((generation, index version), documents by kind)`.
+type Counted = ((u64, i64), [u64; 2]);
 
 /// A verification's counts, without the drifted rows.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -86,8 +89,12 @@ async fn start_reindex(State(state): State<AppState>) -> Result<(StatusCode, Jso
     let bar = ProgressBar::hidden();
     let tracker = state.operations.rebuilds.clone();
     tracker.start(bar.clone());
+    let rebuild =
+        tokio::spawn(async move { reindex::reindex_locked(&db, &root, lock, memory, bar).await });
     tokio::spawn(async move {
-        let result = reindex::reindex_locked(&db, &root, lock, memory, bar).await;
+        // A panic in the rebuild is its failure too, not a scan that never
+        // ends on the console.
+        let result = rebuild.await.unwrap_or_else(|panic| Err(panic.into()));
         match &result {
             Ok(done) => tracing::info!(
                 generation = done.generation,
@@ -211,7 +218,7 @@ async fn status(State(state): State<AppState>) -> Result<Json<Status>> {
             generation: generation.id,
             documents: question + review,
             by_type: TypeTotals { question, review },
-            size_bytes: generation.size_bytes()?,
+            size_bytes: generation.size_bytes(),
             analyzer,
             normalization,
         })

@@ -168,16 +168,18 @@ impl Generation {
         Ok(counts)
     }
 
-    /// Bytes on disk. Blocking.
-    pub fn size_bytes(&self) -> Result<u64> {
-        let mut bytes = 0;
-        for entry in std::fs::read_dir(&self.path)? {
-            let meta = entry?.metadata()?;
-            if meta.is_file() {
-                bytes += meta.len();
-            }
-        }
-        Ok(bytes)
+    /// Bytes on disk, as far as they can be read: tantivy deletes merged
+    /// segment files, and a swap removes old generations, while this runs;
+    /// a file gone meanwhile counts nothing. Blocking.
+    pub fn size_bytes(&self) -> u64 {
+        let Ok(entries) = std::fs::read_dir(&self.path) else {
+            return 0;
+        };
+        entries
+            .filter_map(|entry| entry.ok()?.metadata().ok())
+            .filter(|meta| meta.is_file())
+            .map(|meta| meta.len())
+            .sum()
     }
 
     /// The analyzer and the normalization rule this generation was built

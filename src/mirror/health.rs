@@ -39,8 +39,11 @@ pub struct Finding {
 }
 
 /// How far the read replica is behind the primary, in outbox terms: the
-/// rows the primary has past the replica's newest, and the age of the
-/// oldest of them.
+/// ids the primary has past the replica's newest, and how long ago the
+/// primary's newest id was one the replica has now. Both come from this
+/// process's own observations, once a second, on one clock: no row's
+/// `created_at` (an insert time, which a long transaction makes old) and
+/// no clock of another machine.
 #[derive(Debug, Clone, Copy)]
 pub struct ReplicaFinding {
     /// Both the replica and the primary answered.
@@ -95,10 +98,11 @@ impl Health {
         progress: Arc<Progress>,
         shutdown: CancellationToken,
     ) {
+        let mut primary_seen = std::collections::VecDeque::new();
         loop {
             let mut finding = check(&db, progress.applied_seq()).await;
             if let Some(replica) = &replica {
-                finding.replica = Some(check_replica(&db, replica).await);
+                finding.replica = Some(check_replica(&db, replica, &mut primary_seen).await);
             }
             self.set(finding);
             tokio::select! {
@@ -129,27 +133,50 @@ async fn check(db: &Db, applied: i64) -> Finding {
     }
 }
 
-/// The replica's newest outbox id, then what the primary has past it.
-async fn check_replica(primary: &Db, replica: &ReplicaWatch) -> ReplicaFinding {
-    let behind = async {
-        let newest = outbox::max_seq(&replica.db).await?;
-        outbox::backlog(primary, newest).await
+/// The primary's newest outbox id as seen at each check, for
+/// [`REPLICA_MEMORY`]; the oldest first.
+type Seen = std::collections::VecDeque<(Instant, i64)>;
+
+/// How far back the primary's positions are remembered: a replica behind
+/// by more is reported as behind by at least this.
+const REPLICA_MEMORY: Duration = Duration::from_secs(600);
+
+/// The primary's newest outbox id and the replica's, read now; the lag is
+/// the time since the primary was at a position the replica has reached.
+async fn check_replica(primary: &Db, replica: &ReplicaWatch, seen: &mut Seen) -> ReplicaFinding {
+    let positions = async {
+        let on_primary = outbox::max_seq(primary).await?;
+        let on_replica = outbox::max_seq(&replica.db).await?;
+        Ok::<_, crate::error::Error>((on_primary, on_replica))
     };
-    match tokio::time::timeout(CHECK_TIMEOUT, behind).await {
-        Ok(Ok((rows, oldest))) => {
-            let seconds = oldest.map_or(0.0, |t| (crate::db::now_ms() - t).max(0) as f64 / 1000.0);
-            ReplicaFinding {
-                up: true,
-                behind_rows: Some(rows),
-                seconds_behind: Some(seconds),
-                lagging: seconds > replica.max_lag.as_secs_f64(),
-            }
-        }
-        _ => ReplicaFinding {
+    let Ok(Ok((on_primary, on_replica))) = tokio::time::timeout(CHECK_TIMEOUT, positions).await
+    else {
+        return ReplicaFinding {
             up: false,
             behind_rows: None,
             seconds_behind: None,
             lagging: true,
-        },
+        };
+    };
+    let now = Instant::now();
+    seen.push_back((now, on_primary));
+    while seen
+        .front()
+        .is_some_and(|(at, _)| now.duration_since(*at) > REPLICA_MEMORY)
+    {
+        seen.pop_front();
+    }
+    let since = seen
+        .iter()
+        .rev()
+        .find(|(_, position)| *position <= on_replica)
+        .or(seen.front())
+        .map_or(now, |(at, _)| *at);
+    let seconds = now.duration_since(since).as_secs_f64();
+    ReplicaFinding {
+        up: true,
+        behind_rows: Some((on_primary - on_replica).max(0)),
+        seconds_behind: Some(seconds),
+        lagging: seconds > replica.max_lag.as_secs_f64(),
     }
 }

@@ -277,6 +277,24 @@ impl Position {
     }
 }
 
+/// Loads the current state of `ids` on `conn` into `work`: the row, or
+/// `None` (delete) for a row that is gone.
+async fn load_into(
+    work: &mut Work,
+    conn: &mut sqlx::AnyConnection,
+    ids: BTreeMap<Kind, BTreeSet<i64>>,
+) -> Result<()> {
+    for (kind, ids) in ids {
+        let ids: Vec<i64> = ids.into_iter().collect();
+        let docs = outbox::load_docs(conn, kind, &ids).await?;
+        let mut docs: BTreeMap<i64, Doc> = docs.into_iter().map(|d| (d.id, d)).collect();
+        for id in ids {
+            work.push((kind, id, docs.remove(&id)));
+        }
+    }
+    Ok(())
+}
+
 /// Outbox ids committed on the primary.
 #[derive(Default)]
 struct Committed(BTreeSet<i64>);
@@ -664,19 +682,23 @@ impl Indexer {
             );
             metrics::counter!("outbox_unknown_rows_total").increment(unknown);
         }
+        // Rows indexed twice are reloaded as they are now. A replica may be
+        // behind what the index already holds (a rebuild scans the
+        // primary), and their changes are not read again: load them from
+        // the primary, after this batch's rows.
+        let mut healing: BTreeMap<Kind, BTreeSet<i64>> = BTreeMap::new();
         for (kind, id) in heal {
-            ids.entry(*kind).or_default().insert(*id);
+            let set = if self.replica { &mut healing } else { &mut ids };
+            set.entry(*kind).or_default().insert(*id);
         }
         let mut work: Work = Vec::new();
-        for (kind, ids) in ids {
-            let ids: Vec<i64> = ids.into_iter().collect();
-            let docs = outbox::load_docs(&mut tx, kind, &ids).await?;
-            let mut docs: BTreeMap<i64, Doc> = docs.into_iter().map(|d| (d.id, d)).collect();
-            for id in ids {
-                work.push((kind, id, docs.remove(&id)));
-            }
-        }
+        load_into(&mut work, &mut tx, ids).await?;
         tx.commit().await?;
+        if !healing.is_empty() {
+            let mut primary = self.db.pool.begin().await?;
+            load_into(&mut work, &mut primary, healing).await?;
+            primary.commit().await?;
+        }
         Ok(Batch { rows, new, work })
     }
 

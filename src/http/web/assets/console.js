@@ -258,9 +258,10 @@ function renderRebuild(rebuild) {
       progress.removeAttribute('value'); // total unknown yet: indeterminate
     }
     const phase = rebuild.state === 'scanning' ? '문서 읽는 중' : '변경분 반영 중';
+    // The generation is known once the scan is published.
+    const generation = rebuild.generation == null ? '' : ` (generation ${rebuild.generation})`;
     state.textContent =
-      `${phase}: ${formatCount(rebuild.scanned)} / ${formatCount(rebuild.total)}` +
-      ` (generation ${rebuild.generation})`;
+      `${phase}: ${formatCount(rebuild.scanned)} / ${formatCount(rebuild.total)}${generation}`;
   } else if (rebuild.state === 'done') {
     state.textContent = `새 색인으로 교체됨 (generation ${rebuild.generation})`;
   } else {
