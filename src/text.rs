@@ -129,7 +129,8 @@ pub fn row_matches(keywords: &[Keyword], title: &str, content: &str) -> bool {
 /// NFKC is not a per-character mapping: it changes lengths and composes
 /// sequences (NFD Hangul jamo into syllables). The original is cut into
 /// chunks that normalization never joins (a starter with its trailing
-/// combining marks and Hangul vowel/final jamo) and each chunk is normalized
+/// combining marks, Hangul vowel/final jamo, whatever composes; see
+/// [`joins_previous`]) and each chunk is normalized
 /// alone, so each normalized character knows the original bytes it came from.
 struct Mapped {
     text: String,
@@ -137,12 +138,29 @@ struct Mapped {
     origin: Vec<(usize, usize)>,
 }
 
-fn joins_previous(c: char) -> bool {
-    // Hangul Jungseong/Jongseong (conjoining vowels and finals) compose with
-    // the preceding syllable or leading consonant.
-    canonical_combining_class(c) != 0
-        || ('\u{1160}'..='\u{11FF}').contains(&c)
-        || ('\u{D7B0}'..='\u{D7FF}').contains(&c)
+/// Whether `c` must be normalized together with the character before it,
+/// `prev`: when its decomposition starts with a combining mark, or with a
+/// character that composes with the end of `prev`'s (`ᄆ` + `ᅧ` = `며`,
+/// also from the compatibility jamo `ㅁㅕ`; the Tamil `ஒ` + `ௗ` = `ஔ`).
+/// Only adjacent starters compose, so `prev` is all there is to look at.
+fn joins_previous(prev: Option<char>, c: char) -> bool {
+    // Nothing composes onto ASCII or a precomposed Hangul syllable.
+    if c.is_ascii() || ('\u{AC00}'..='\u{D7A3}').contains(&c) {
+        return false;
+    }
+    let Some(first) = std::iter::once(c).nfkd().next() else {
+        return false;
+    };
+    // Hangul vowels and finals join whatever comes before (a final after
+    // `며` composes with the syllable those two make, not with `ᅧ`).
+    if canonical_combining_class(first) != 0
+        || ('\u{1160}'..='\u{11FF}').contains(&first)
+        || ('\u{D7B0}'..='\u{D7FF}').contains(&first)
+    {
+        return true;
+    }
+    prev.and_then(|p| std::iter::once(p).nfkd().last())
+        .is_some_and(|last| unicode_normalization::char::compose(last, first).is_some())
 }
 
 fn mapped(original: &str) -> Mapped {
@@ -170,11 +188,13 @@ fn mapped(original: &str) -> Mapped {
         origin.extend(std::iter::repeat_n((start, end), piece.len()));
         text.push_str(&piece);
     };
+    let mut prev = None;
     for (i, c) in original.char_indices() {
-        if i > chunk_start && !joins_previous(c) {
+        if i > chunk_start && !joins_previous(prev, c) {
             flush(chunk_start, i, &mut text);
             chunk_start = i;
         }
+        prev = Some(c);
     }
     flush(chunk_start, original.len(), &mut text);
     Mapped { text, origin }
@@ -360,9 +380,27 @@ mod tests {
         /// Highlighting finds a keyword where matching does: its map of the
         /// text agrees with `normalize`, final sigmas included.
         #[test]
-        fn highlight_text_is_normalize(text in "(\\PC|[ΣΟσς ])*") {
+        fn highlight_text_is_normalize(text in "(\\PC|[ΣΟσς ㄱ-ㅣ\u{1100}-\u{11FF}\u{FFA0}-\u{FFDC}])*") {
             proptest::prop_assert_eq!(mapped(&text).text, normalize(&text));
         }
+    }
+
+    /// Compatibility jamo compose across characters under NFKC (`ㅁ` and a
+    /// halfwidth `ￊ` make `며`; `ㅋㅠ` makes `큐`): highlighting maps them
+    /// as one chunk, as normalizing does. Found by the property test below.
+    #[test]
+    fn compatibility_jamo_that_compose_highlight_as_one() {
+        assert_eq!(mapped("ㅁￊ").text, normalize("ㅁￊ"));
+        assert_eq!(mapped("ஒ\u{bd7}").text, normalize("ஒ\u{bd7}"));
+        for text in ["ㅁㅕㄴ", "\u{1106}\u{1167}\u{11AB}", "ㅁ\u{1167}\u{11AB}"] {
+            assert_eq!(mapped(text).text, normalize(text), "{text}");
+        }
+        assert_eq!(normalize("ㅋㅠ"), "큐");
+        let keywords = parse_query("큐");
+        assert_eq!(
+            highlight("ㅋㅠ 질문", &keywords, SNIPPET_CHARS).as_deref(),
+            Some("<em>ㅋㅠ</em> 질문")
+        );
     }
 
     /// Every Greek sigma is one letter (`ΣΊΣΥΦΟΣ`, `σίσυφος` and its prefix

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
 use crate::error::{Error, Result};
-use crate::http::search::HitBody;
+use crate::index::search::SearchKey;
 use crate::mirror::Progress;
 
 pub mod redis;
@@ -39,27 +39,26 @@ pub mod trending;
 
 pub use self::redis::{BreakerState, RedisTier};
 
-/// What is cached: the answer without per-request timing.
+/// What is cached: the answer without per-request timing. Its hits are
+/// encoded by whoever computed it (the HTTP layer's JSON): the cache keeps
+/// and weighs bytes and never needs their type.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Answer {
     /// Matching rows by kind, `[questions, reviews]`; see [`Answer::total`].
     pub by_kind: [u64; 2],
-    pub hits: Vec<HitBody>,
+    /// The hits as a JSON array.
+    pub hits: Box<serde_json::value::RawValue>,
     pub next_cursor: Option<String>,
     /// The index version it was computed on ([`Progress::version`]).
     pub watermark: i64,
     pub computed_at_ms: i64,
-    /// `hits` as JSON, made once: a hot answer is served thousands of times
-    /// a second and need not be serialized each time.
-    #[serde(skip)]
-    pub hits_json: std::sync::OnceLock<Box<serde_json::value::RawValue>>,
 }
 
 impl Answer {
     /// `by_kind` is `[questions, reviews]`.
     pub fn new(
         by_kind: [u64; 2],
-        hits: Vec<HitBody>,
+        hits: Box<serde_json::value::RawValue>,
         next_cursor: Option<String>,
         watermark: i64,
         computed_at_ms: i64,
@@ -70,7 +69,6 @@ impl Answer {
             next_cursor,
             watermark,
             computed_at_ms,
-            hits_json: Default::default(),
         }
     }
 
@@ -177,15 +175,8 @@ impl SearchCache {
         let l1 = moka::future::Cache::builder()
             .max_capacity(settings.l1_bytes)
             .weigher(|key: &String, entry: &Arc<Entry>| {
-                // Text counted twice: once in `hits`, once in the JSON made
-                // from them when the answer is first served.
-                let hits: usize = entry
-                    .answer
-                    .hits
-                    .iter()
-                    .map(|h| 128 + 2 * (h.snippet.len() + h.title.as_ref().map_or(0, String::len)))
-                    .sum();
-                u32::try_from(key.len() + hits).unwrap_or(u32::MAX)
+                let bytes = 256 + key.len() + entry.answer.hits.get().len();
+                u32::try_from(bytes).unwrap_or(u32::MAX)
             })
             .build();
         let l2 = redis.map(|redis| L2 {
@@ -247,13 +238,14 @@ impl SearchCache {
     /// which is then cached.
     pub async fn get_or_compute<F, Fut>(
         &self,
-        key: &str,
+        key: &SearchKey,
         compute: F,
     ) -> Result<(Arc<Answer>, CacheStatus)>
     where
         F: FnOnce(i64) -> Fut,
         Fut: std::future::Future<Output = Result<Answer>>,
     {
+        let key = key.as_str();
         if !self.enabled {
             let answer = compute(self.progress.version()).await?;
             return Ok((Arc::new(answer), CacheStatus::MISS));
@@ -524,8 +516,18 @@ static UNLOCK: std::sync::LazyLock<::redis::Script> = std::sync::LazyLock::new(|
 mod tests {
     use super::*;
 
+    fn no_hits() -> Box<serde_json::value::RawValue> {
+        serde_json::value::RawValue::from_string("[]".to_owned()).unwrap()
+    }
+
+    fn hot() -> SearchKey {
+        let request =
+            crate::index::search::Request::newest_first(crate::text::parse_query("hot"), 10);
+        SearchKey::first_page(&request)
+    }
+
     fn answer(watermark: i64) -> Answer {
-        Answer::new([1, 0], Vec::new(), None, watermark, now_ms())
+        Answer::new([1, 0], no_hits(), None, watermark, now_ms())
     }
 
     fn cache(grace_ms: u64, progress: &Arc<Progress>) -> SearchCache {
@@ -544,7 +546,7 @@ mod tests {
             let cache = cache.clone();
             tokio::spawn(async move {
                 let (_, status) = cache
-                    .get_or_compute("hot", |w| async move {
+                    .get_or_compute(&hot(), |w| async move {
                         // An index search that takes a while.
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         Ok(answer(w))
@@ -578,7 +580,7 @@ mod tests {
         );
         assert_eq!(cache.computations(), 2);
         let (fresh, status) = cache
-            .get_or_compute("hot", |w| async move { Ok(answer(w)) })
+            .get_or_compute(&hot(), |w| async move { Ok(answer(w)) })
             .await
             .unwrap();
         assert_eq!((fresh.watermark, status.hit), (progress.version(), true));
@@ -602,7 +604,7 @@ mod tests {
                     release.acquire().await.unwrap().forget();
                     Ok(answer(w))
                 };
-                cache.get_or_compute("hot", compute).await.unwrap().1
+                cache.get_or_compute(&hot(), compute).await.unwrap().1
             });
         }
         for _ in 0..199 {
@@ -616,7 +618,7 @@ mod tests {
         assert!(!last.hit && !last.stale);
         assert_eq!(cache.computations(), 2);
         let (fresh, status) = cache
-            .get_or_compute("hot", |w| async move { Ok(answer(w)) })
+            .get_or_compute(&hot(), |w| async move { Ok(answer(w)) })
             .await
             .unwrap();
         assert_eq!(

@@ -18,7 +18,7 @@ use super::{ApiQuery, AppState, ClientIp, InputLimits};
 use crate::cache::trending::{Trend, Window};
 use crate::cache::{Answer, CacheStatus};
 use crate::error::{Error, ErrorBody, Result};
-use crate::index::search::{self, Filter, Hit, Rank, Request, Sort};
+use crate::index::search::{self, Filter, Hit, Rank, Request, SearchKey, Sort};
 use crate::model::Kind;
 use crate::synonyms::Synonyms;
 use crate::text::parse_query;
@@ -398,31 +398,6 @@ impl HeavyLane {
     }
 }
 
-/// What a cursor is bound to: the query and filters, not the page size.
-fn fingerprint(request: &Request) -> String {
-    let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
-    let f = &request.filter;
-    let kind = f.kind.map_or("all", Kind::as_str);
-    let sort = format!("{:?}", request.sort);
-    let synonyms: Vec<Vec<&str>> = request
-        .synonyms
-        .iter()
-        .map(|forms| forms.iter().map(|k| k.as_str()).collect())
-        .collect();
-    let text = serde_json::json!([
-        keywords,
-        synonyms,
-        kind,
-        f.author_id,
-        f.from,
-        f.to,
-        sort,
-        request.morph
-    ])
-    .to_string();
-    blake3::hash(text.as_bytes()).to_hex()[..16].to_owned()
-}
-
 #[derive(Serialize, Deserialize)]
 struct CursorBody {
     /// The rank of the last hit served.
@@ -447,7 +422,7 @@ pub fn encode_cursor(rank: Rank, request: &Request, key: &[u8; 32]) -> String {
         &mut body,
         &CursorBody {
             r: rank,
-            f: fingerprint(request),
+            f: SearchKey::query(request).as_str().to_owned(),
             t: Some(request.now),
         },
     )
@@ -473,7 +448,7 @@ fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<(Rank
         return Err(invalid());
     };
     let cursor: CursorBody = serde_json::from_slice(body).map_err(|_| invalid())?;
-    if cursor.f != fingerprint(request) {
+    if cursor.f != SearchKey::query(request).as_str() {
         return Err(bad(
             "invalid_cursor",
             "cursor belongs to another query, sort or filter",
@@ -486,11 +461,6 @@ fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<(Rank
         return Err(invalid());
     }
     Ok((cursor.r, now))
-}
-
-/// The cache key: everything that changes a first page, normalized.
-fn cache_key(request: &Request) -> String {
-    format!("{}:{}", fingerprint(request), request.limit)
 }
 
 #[utoipa::path(get, path = "/api/search", tag = "search", params(SearchParams), responses((status = 200, description = "exactly the rows LIKE would return, with an exact total; never touches the database", body = SearchResponse), (status = 400, description = "bad query, size, page, depth, cursor, sort, type or time", body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, description = "timeout or overload", body = ErrorBody)))]
@@ -543,9 +513,13 @@ async fn search_handler(
                 }
                 _ => None,
             };
+            // Encoded once, here: the cache keeps bytes, and a hot answer
+            // is served many times a second without serializing again.
+            let hits: Vec<HitBody> = response.hits.into_iter().map(HitBody::from).collect();
+            let hits = serde_json::value::to_raw_value(&hits).expect("hits serialize to json");
             Ok(Answer::new(
                 response.by_kind,
-                response.hits.into_iter().map(HitBody::from).collect(),
+                hits,
                 next_cursor,
                 watermark,
                 computed_at_ms,
@@ -558,7 +532,7 @@ async fn search_handler(
     let (answer, cache) = if first_page {
         state
             .cache
-            .get_or_compute(&cache_key(&request), run)
+            .get_or_compute(&SearchKey::first_page(&request), run)
             .await?
     } else {
         let watermark = state.mirror.progress.version();
@@ -606,9 +580,6 @@ async fn search_handler(
         took_ms: f64,
         cache: CacheStatus,
     }
-    let hits = answer.hits_json.get_or_init(|| {
-        serde_json::value::to_raw_value(&answer.hits).expect("hits serialize to json")
-    });
     let expanded = request.synonyms.iter().any(|s| !s.is_empty()).then(|| {
         let mut forms: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
         forms.extend(request.synonyms.iter().flatten().map(|k| k.as_str()));
@@ -620,7 +591,7 @@ async fn search_handler(
             question: answer.by_kind[0],
             review: answer.by_kind[1],
         },
-        hits,
+        hits: &answer.hits,
         expanded,
         did_you_mean: did_you_mean
             .as_deref()

@@ -178,6 +178,58 @@ impl Request {
     }
 }
 
+impl Sort {
+    fn as_str(self) -> &'static str {
+        match self {
+            Sort::Recent => "recent",
+            Sort::Oldest => "oldest",
+            Sort::Relevance => "relevance",
+        }
+    }
+}
+
+/// What names a search's answer, built from the typed request: keywords,
+/// synonyms, filters, order and match mode. A cursor is bound to
+/// [`SearchKey::query`]; a cached first page is stored under
+/// [`SearchKey::first_page`], which adds its size. The cache takes this
+/// type and nothing from the HTTP layer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SearchKey(String);
+
+impl SearchKey {
+    /// The query without paging: 16 hex digits of a BLAKE3 hash.
+    pub fn query(request: &Request) -> SearchKey {
+        let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
+        let synonyms: Vec<Vec<&str>> = request
+            .synonyms
+            .iter()
+            .map(|forms| forms.iter().map(|k| k.as_str()).collect())
+            .collect();
+        let f = &request.filter;
+        let text = serde_json::json!([
+            keywords,
+            synonyms,
+            f.kind.map_or("all", Kind::as_str),
+            f.author_id,
+            f.from,
+            f.to,
+            request.sort.as_str(),
+            request.morph
+        ])
+        .to_string();
+        SearchKey(blake3::hash(text.as_bytes()).to_hex()[..16].to_owned())
+    }
+
+    /// The query and the page size: a first page's answer.
+    pub fn first_page(request: &Request) -> SearchKey {
+        SearchKey(format!("{}:{}", SearchKey::query(request).0, request.limit))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub kind: Kind,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
@@ -112,6 +113,30 @@ async fn text(browser: &Client, css: &str) -> String {
         .await
         .unwrap()
         .text()
+        .await
+        .unwrap()
+}
+
+async fn click(browser: &Client, css: &str) {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+async fn url(browser: &Client) -> String {
+    browser.current_url().await.unwrap().to_string()
+}
+
+async fn displayed(browser: &Client, css: &str) -> bool {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap()
+        .is_displayed()
         .await
         .unwrap()
 }
@@ -246,13 +271,7 @@ async fn search_page_in_a_browser() {
     assert_eq!(unique.len(), ids.len(), "{ids:?}");
 
     // Type, then sort: each is a history entry the back button returns to.
-    browser
-        .find(Locator::Css("#types [data-type=review]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#types [data-type=review]").await;
     until(
         &browser,
         "the review total",
@@ -260,20 +279,9 @@ async fn search_page_in_a_browser() {
     )
     .await;
     until(&browser, "only reviews", "[...document.querySelectorAll('#results li.hit')].every(e => e.dataset.type === 'review') && document.querySelectorAll('#results li.hit').length === 3").await;
-    assert!(browser
-        .current_url()
-        .await
-        .unwrap()
-        .as_str()
-        .contains("type=review"));
+    assert!(url(&browser).await.contains("type=review"));
 
-    browser
-        .find(Locator::Css("#types [data-type=question]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#types [data-type=question]").await;
     until(
         &browser,
         "the question total",
@@ -293,12 +301,7 @@ async fn search_page_in_a_browser() {
         &format!("document.querySelector('#results li.hit')?.dataset.id === '{oldest}'"),
     )
     .await;
-    assert!(browser
-        .current_url()
-        .await
-        .unwrap()
-        .as_str()
-        .contains("sort=oldest"));
+    assert!(url(&browser).await.contains("sort=oldest"));
 
     browser.back().await.unwrap();
     until(&browser, "newest first again", "document.querySelector('#sort').value === 'recent' && document.querySelector('#results li.hit')?.dataset.id !== undefined").await;
@@ -370,11 +373,8 @@ async fn suggestions_by_keyboard_and_accessible_controls() {
     );
     input.send_keys(&Key::Enter.to_string()).await.unwrap();
     until(&browser, "the picked search", "document.querySelector('#q').value === '클라우드' && document.querySelector('#total').textContent.includes('총 3건')").await;
-    assert!(browser
-        .current_url()
+    assert!(url(&browser)
         .await
-        .unwrap()
-        .as_str()
         .contains("q=%ED%81%B4%EB%9D%BC%EC%9A%B0%EB%93%9C"));
 
     // Typing alone searches: results as you type, the URL following.
@@ -405,22 +405,19 @@ async fn suggestions_by_keyboard_and_accessible_controls() {
         .unwrap();
     assert_eq!(unlabeled, json!([]));
     let mut focused = Vec::new();
-    browser
-        .find(Locator::Css("body"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "body").await;
     // A date input takes three Tabs (year, month, day).
     for _ in 0..24 {
-        browser
-            .active_element()
-            .await
-            .unwrap()
-            .send_keys(&Key::Tab.to_string())
-            .await
-            .unwrap();
+        // A key press to whatever has focus (not to an element handle,
+        // which a re-render could make stale).
+        let tab = KeyActions::new("keyboard".to_owned())
+            .then(KeyAction::Down {
+                value: Key::Tab.into(),
+            })
+            .then(KeyAction::Up {
+                value: Key::Tab.into(),
+            });
+        browser.perform_actions(tab).await.unwrap();
         let id = browser
             .execute("return document.activeElement.id || document.activeElement.dataset.type || document.activeElement.tagName;", vec![])
             .await
@@ -499,13 +496,7 @@ async fn console_needs_the_admin_key_and_runs_verify_and_reindex() {
         "document.querySelector('#auth-error')?.textContent.includes('필요')",
     )
     .await;
-    assert!(!browser
-        .find(Locator::Css("#dashboard"))
-        .await
-        .unwrap()
-        .is_displayed()
-        .await
-        .unwrap());
+    assert!(!displayed(&browser, "#dashboard").await);
 
     // A wrong key is refused.
     let key = browser.find(Locator::Css("#admin-key")).await.unwrap();
@@ -529,13 +520,7 @@ async fn console_needs_the_admin_key_and_runs_verify_and_reindex() {
         "document.querySelector('#doc-count')?.textContent.trim() === '2'",
     )
     .await;
-    assert!(browser
-        .find(Locator::Css("#dashboard"))
-        .await
-        .unwrap()
-        .is_displayed()
-        .await
-        .unwrap());
+    assert!(displayed(&browser, "#dashboard").await);
     browser.refresh().await.unwrap();
     until(
         &browser,
@@ -551,13 +536,7 @@ async fn console_needs_the_admin_key_and_runs_verify_and_reindex() {
     .await;
 
     // Verify, from the button.
-    browser
-        .find(Locator::Css("#run-verify"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#run-verify").await;
     until(
         &browser,
         "the verify result",
@@ -567,13 +546,7 @@ async fn console_needs_the_admin_key_and_runs_verify_and_reindex() {
 
     // Reindex, with its progress, to the swap.
     let before = app.state.index.live().id;
-    browser
-        .find(Locator::Css("#run-reindex"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#run-reindex").await;
     if browser.get_alert_text().await.is_ok() {
         browser.accept_alert().await.unwrap();
     }

@@ -256,7 +256,8 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
 }
 
 fn answer(watermark: i64) -> Answer {
-    Answer::new([1, 0], Vec::new(), None, watermark, chaja::db::now_ms())
+    let no_hits = serde_json::value::RawValue::from_string("[]".to_owned()).unwrap();
+    Answer::new([1, 0], no_hits, None, watermark, chaja::db::now_ms())
 }
 
 /// Two replicas sharing Redis: when a hot key expires on both, one of them
@@ -326,7 +327,7 @@ async fn one_recompute_across_replicas(url: &str) {
     let release = Arc::new(tokio::sync::Semaphore::new(1_000));
     let get = |cache: SearchCache, release: Arc<tokio::sync::Semaphore>| async move {
         let (answer, status) = cache
-            .get_or_compute("hot", |w| async move {
+            .get_or_compute(&hot(), |w| async move {
                 release.acquire().await.unwrap().forget();
                 Ok(answer(w))
             })
@@ -338,7 +339,7 @@ async fn one_recompute_across_replicas(url: &str) {
     get(a.clone(), release.clone()).await;
     get(a.clone(), release.clone()).await;
     wait_for("the answer in redis", || async {
-        in_l2(url, &prefix, "hot")
+        in_l2(url, &prefix, hot().as_str())
     })
     .await;
     assert!(get(b.clone(), release.clone()).await.1.hit);
@@ -543,4 +544,10 @@ async fn trending_over_http_in_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trending_over_http_in_redis() {
     trending_over_http(true).await;
+}
+
+/// The key of a first page for the query `hot`.
+fn hot() -> chaja::index::search::SearchKey {
+    let request = chaja::index::search::Request::newest_first(chaja::text::parse_query("hot"), 10);
+    chaja::index::search::SearchKey::first_page(&request)
 }
