@@ -28,6 +28,11 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
+# Hypothesis's "too slow" health check is about the fuzzer, not the API:
+# drawing 20,000-character bodies that match the text pattern takes long on
+# a busy 2-core machine, and a cold run failed on it twice (POST and PUT
+# /api/questions) with every case passing. It is suppressed; every check
+# of the API stays on.
 # CI runs the seeded, repeatable phases. The stateful phase chains calls on
 # data the server answered with, so its runs differ; it found an
 # undocumented 422 once. Run it too with
@@ -35,4 +40,4 @@ done
 "$venv/bin/st" --config-file tests/schemathesis.toml run "http://127.0.0.1:$port/api-docs/openapi.json" \
   --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance \
   --phases "${CHAJA_ST_PHASES:-examples,coverage,fuzzing}" \
-  --max-examples 20 --workers 1 --seed 1 --no-color
+  --max-examples 20 --workers 1 --seed 1 --no-color --suppress-health-check=too_slow
