@@ -143,6 +143,11 @@ function row(cells) {
 
 function renderCache(cache) {
   const rows = (cache.tiers ?? []).map(({ tier, hits, misses }) => {
+    // `grace` counts stale answers served while another request
+    // recomputes; it has no misses of its own, so no ratio either.
+    if (tier === 'grace') {
+      return row([[tier], [formatCount(hits), true], ['—', true], ['—', true]]);
+    }
     const lookups = hits + misses;
     const ratio = lookups > 0
       ? `${((hits / lookups) * 100).toLocaleString('ko-KR', { maximumFractionDigits: 1 })}%`
