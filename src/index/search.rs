@@ -199,12 +199,7 @@ pub struct SearchKey(String);
 impl SearchKey {
     /// The query without paging: 16 hex digits of a BLAKE3 hash.
     pub fn query(request: &Request) -> SearchKey {
-        let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
-        let synonyms: Vec<Vec<&str>> = request
-            .synonyms
-            .iter()
-            .map(|forms| forms.iter().map(|k| k.as_str()).collect())
-            .collect();
+        let (keywords, synonyms) = words(request);
         let f = &request.filter;
         let text = serde_json::json!([
             keywords,
@@ -380,15 +375,21 @@ fn title_or_content(fields: &Fields, query: impl Fn(Field) -> Box<dyn Query>) ->
     ]))
 }
 
-/// What a query's per-segment total depends on: keywords, filters and the
-/// match mode, not the order or the page.
-fn totals_key(request: &Request) -> String {
-    let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
-    let synonyms: Vec<Vec<&str>> = request
+/// The keywords and each keyword's synonyms, as text, for keys.
+fn words(request: &Request) -> (Vec<&str>, Vec<Vec<&str>>) {
+    let keywords = request.keywords.iter().map(|k| k.as_str()).collect();
+    let synonyms = request
         .synonyms
         .iter()
         .map(|forms| forms.iter().map(|k| k.as_str()).collect())
         .collect();
+    (keywords, synonyms)
+}
+
+/// What a query's per-segment total depends on: keywords, filters and the
+/// match mode, not the order or the page.
+fn totals_key(request: &Request) -> String {
+    let (keywords, synonyms) = words(request);
     let f = &request.filter;
     let kind = f.kind.map(Kind::as_str);
     let analyzer = morph::analyzer().name();
