@@ -2,7 +2,8 @@
 # The scale-out run in BENCHMARKS.md: `chaja loadtest --scenario mixed`
 # against HAProxy in front of 3 chaja replicas (deploy/local-cluster.sh: a
 # MariaDB primary and GTID replica, a 3-master Redis Cluster with replicas),
-# all on this machine. First a run with nothing failing, then the same run
+# all on this machine. First a run with nothing failing, then never-seen
+# queries only (`longtail`), then the mixed run
 # while one chaja replica is SIGKILLed, the MariaDB replica is SIGKILLed
 # and restarted, and one Redis master is SIGKILLed. The LIKE baseline is timed
 # on the same primary, with the same keywords.
@@ -54,6 +55,10 @@ done
 
 echo "== steady: nothing fails"
 run steady
+
+echo "== long tail: every request a query never sent before, cut from the rows (through the balancer)"
+"$bin" loadtest --host http://127.0.0.1:8000 --scenario longtail --users "$users" \
+  --hatch-rate "$users" --run-time "$run_time" --report-dir "$out/longtail" | sed -n '/^scenario/,/^reports/p'
 
 echo "== faults: chaja2 killed at ${run_time}/4, the database replica killed at ${run_time}/2 and back 10 s later, a redis master killed at 3/4"
 (
