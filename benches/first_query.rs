@@ -26,7 +26,7 @@ use chaja::db::Db;
 use chaja::index::search::{search, Filter, Request, Sort};
 use chaja::index::SearchIndex;
 use chaja::loadtest::longtail::{Class, Sampler};
-use chaja::model::Kind;
+use chaja::sources::SourceId;
 use chaja::text::parse_query;
 use rand::seq::IndexedRandom;
 use rand::Rng;
@@ -75,7 +75,7 @@ async fn main() {
             .expect("span");
     let (oldest, newest, authors): (i64, i64, i64) = (span.get(0), span.get(1), span.get(2));
 
-    let index = SearchIndex::open_or_create(std::path::Path::new(&dir)).expect("open index");
+    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::sources::Sources::demo()).expect("open index");
     let generation = index.live();
     let docs = generation.num_docs().max(1);
     let mut sampler = Sampler::new(texts);
@@ -168,11 +168,8 @@ async fn main() {
         let q = two_words(rng)?;
         fresh(&q, "t").then(|| {
             let mut r = Request::newest_first(parse_query(&q), 10);
-            r.filter.kind = Some(if rng.random_bool(0.5) {
-                Kind::Question
-            } else {
-                Kind::Review
-            });
+            // The demo's sources: 0 is `question`, 1 is `review`.
+            r.filter.source = Some(SourceId::from_index(usize::from(rng.random_bool(0.5))));
             (q, r)
         })
     });
@@ -180,7 +177,8 @@ async fn main() {
         let q = two_words(rng)?;
         fresh(&q, "a").then(|| {
             let mut r = Request::newest_first(parse_query(&q), 10);
-            r.filter.author_id = Some(rng.random_range(1..=authors.max(1)));
+            let author: i64 = rng.random_range(1..=authors.max(1));
+            r.filter.attributes = vec![("author_id".to_owned(), author.to_string())];
             (q, r)
         })
     });
@@ -246,16 +244,24 @@ async fn main() {
 /// `LIKE` form: its classes get the substring query's time.)
 async fn like_time(db: &Db, _label: &str, request: &Request) -> Duration {
     let started = Instant::now();
-    for kind in [Kind::Question, Kind::Review] {
-        if request.filter.kind.is_some_and(|k| k != kind) {
+    let author: Option<i64> = request
+        .filter
+        .attributes
+        .iter()
+        .find(|(name, _)| name == "author_id")
+        .and_then(|(_, value)| value.parse().ok());
+    for source in [0, 1] {
+        if request.filter.source.is_some_and(|s| s.index() != source) {
             continue;
         }
-        let (table, text) = match kind {
-            Kind::Question => ("questions", "(title LIKE ? OR content LIKE ?)"),
-            Kind::Review => ("reviews", "content LIKE ?"),
+        let is_question = source == 0;
+        let (table, text) = if is_question {
+            ("questions", "(title LIKE ? OR content LIKE ?)")
+        } else {
+            ("reviews", "content LIKE ?")
         };
         let mut conditions = vec![text; request.keywords.len()];
-        if request.filter.author_id.is_some() {
+        if author.is_some() {
             conditions.push("author_id = ?");
         }
         if request.filter.from.is_some() {
@@ -273,11 +279,11 @@ async fn like_time(db: &Db, _label: &str, request: &Request) -> Duration {
             for k in &request.keywords {
                 let pattern = format!("%{}%", k.as_str());
                 query = query.bind(pattern.clone());
-                if kind == Kind::Question {
+                if is_question {
                     query = query.bind(pattern);
                 }
             }
-            for value in [request.filter.author_id, request.filter.from, request.filter.to]
+            for value in [author, request.filter.from, request.filter.to]
                 .into_iter()
                 .flatten()
             {

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use chaja::index::morph::{self, Analyzer};
-use chaja::seed::TextSource;
+use chaja::demo::seed::TextSource;
 use chaja::text::normalize;
 
 fn main() {

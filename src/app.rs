@@ -17,6 +17,9 @@ use crate::mirror::MirrorHandle;
 
 pub struct App {
     pub state: AppState,
+    /// Routes beside chaja's own: the demo platform's, when it is the
+    /// configured one.
+    extra_routes: utoipa_axum::router::OpenApiRouter<AppState>,
     limits: crate::http::Limits,
     indexer: Indexer,
     /// A one-connection pool for the health check, apart from the pool
@@ -37,8 +40,18 @@ impl App {
         if let Some(dir) = args.store.sqlite_dir() {
             std::fs::create_dir_all(dir)?;
         }
+        let file = crate::sources::ConfigFile::load_or_default(args.store.config.as_deref())
+            .map_err(crate::error::Error::Config)?;
+        let sources = file.sources.clone();
         let db = Db::connect_lazy(&args.store.database_url, args.store.pool_size())?;
-        let database_up = match db.migrate().await {
+        // The demo's tables and triggers are chaja's migrations; someone
+        // else's tables get theirs from `chaja install`, checked here.
+        let prepared = if sources.is_demo() {
+            db.migrate().await
+        } else {
+            crate::install::check_installed(&db, &sources).await
+        };
+        let database_up = match prepared {
             Ok(()) => true,
             Err(e) if e.is_unavailable() => {
                 tracing::warn!(error = ?e, "database unavailable at start; serving searches from the index");
@@ -49,8 +62,11 @@ impl App {
         let health_db = Db::connect_lazy(&args.store.database_url, 1)?;
         crate::index::morph::init(&args.store.ko_dic);
         let dir = args.store.index_dir.clone();
-        let index =
-            tokio::task::spawn_blocking(move || SearchIndex::open_or_create(&dir)).await??;
+        let index = {
+            let sources = sources.clone();
+            tokio::task::spawn_blocking(move || SearchIndex::open_or_create(&dir, &sources))
+                .await??
+        };
         let mirror = MirrorHandle {
             health: crate::mirror::health::Health::starting(database_up),
             ..MirrorHandle::default()
@@ -104,15 +120,15 @@ impl App {
             });
         }
         let secret = cursor_secret(&db, args.cursor_secret.as_deref()).await;
-        let file = match &args.config {
-            Some(path) => {
-                crate::synonyms::ConfigFile::load(path).map_err(crate::error::Error::Config)?
-            }
-            None => crate::synonyms::ConfigFile::default(),
-        };
         let synonyms = crate::synonyms::Synonyms::new(&file.synonyms.groups)
             .map_err(crate::error::Error::Config)?;
+        let extra_routes = if sources.is_demo() {
+            crate::demo::http::router()
+        } else {
+            utoipa_axum::router::OpenApiRouter::new()
+        };
         Ok(App {
+            extra_routes,
             limits: args.limits(),
             state: AppState {
                 db,
@@ -197,7 +213,14 @@ impl App {
             self.state.mirror.progress.clone(),
             serving.clone(),
         ));
-        let served = http::serve(listener, self.state, &self.limits, serving.clone()).await;
+        let served = http::serve(
+            listener,
+            self.state,
+            &self.limits,
+            self.extra_routes,
+            serving.clone(),
+        )
+        .await;
         serving.cancel();
         shutdown.cancel();
         // An indexer error was logged when it happened.

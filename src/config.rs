@@ -30,6 +30,10 @@ pub enum Command {
     Reindex(StoreArgs),
     /// Compare the tables with the index; exit 2 on drift.
     Verify(VerifyArgs),
+    /// Create the outbox table and every source's triggers in the database.
+    Install(InstallArgs),
+    /// Remove what `install` created: the triggers and chaja's tables.
+    Uninstall(StoreArgs),
     /// Insert generated questions and reviews straight into the tables.
     Seed(SeedArgs),
     /// Drive a running chaja like a platform's users do, and report.
@@ -66,6 +70,17 @@ pub struct VerifyArgs {
     /// Queue every drifted row in the outbox, for the indexer to fix.
     #[arg(long)]
     pub repair: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+
+    /// Write the SQL to stdout instead, for a DBA to review and apply;
+    /// nothing is changed.
+    #[arg(long)]
+    pub print: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -137,6 +152,11 @@ pub struct StoreArgs {
     /// Memory for the index writer, in MiB.
     #[arg(long, env = "CHAJA_WRITER_MEMORY_MB", default_value_t = 256)]
     pub writer_memory_mb: usize,
+
+    /// The config file (TOML): the tables to mirror (`[[source]]`) and
+    /// `[synonyms]`. Without `[[source]]`, the built-in demo platform.
+    #[arg(long, env = "CHAJA_CONFIG")]
+    pub config: Option<PathBuf>,
 }
 
 impl StoreArgs {
@@ -175,9 +195,6 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
 
-    /// The config file (TOML): `[synonyms] groups = [["k8s", "쿠버네티스"]]`.
-    #[arg(long, env = "CHAJA_CONFIG")]
-    pub config: Option<std::path::PathBuf>,
 
     /// Redis for the shared cache tier; without it the cache is in-process only.
     #[arg(long, env = "REDIS_URL")]

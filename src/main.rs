@@ -44,15 +44,16 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
         }
         Command::Reindex(store) => {
             chaja::index::morph::init(&store.ko_dic);
-            if let Some(dir) = store.sqlite_dir() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let db = chaja::db::Db::connect_lazy(&store.database_url, store.pool_size())?;
-            db.migrate().await.context("migrating the database")?;
-            let done =
-                chaja::mirror::reindex::reindex(&db, &store.index_dir, store.writer_memory(), true)
-                    .await
-                    .context("reindexing")?;
+            let (db, sources) = open_store(&store).await?;
+            let done = chaja::mirror::reindex::reindex(
+                &db,
+                &sources,
+                &store.index_dir,
+                store.writer_memory(),
+                true,
+            )
+            .await
+            .context("reindexing")?;
             println!(
                 "reindexed {} rows into generation {} (outbox position {})",
                 done.docs, done.generation, done.outbox_seq
@@ -60,13 +61,17 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
         }
         Command::Verify(args) => {
             chaja::index::morph::init(&args.store.ko_dic);
-            let db = chaja::db::Db::connect_lazy(&args.store.database_url, args.store.pool_size())?;
-            let index = chaja::index::SearchIndex::open_or_create(&args.store.index_dir)?;
-            let report = chaja::mirror::verify::verify(&db, index.live()).await?;
+            let (db, sources) = open_store(&args.store).await?;
+            let index = chaja::index::SearchIndex::open_or_create(&args.store.index_dir, &sources)?;
+            let report = chaja::mirror::verify::verify(&db, &sources, index.live()).await?;
+            let rows: Vec<String> = report
+                .rows_in_db
+                .iter()
+                .map(|(source, rows)| format!("{source} {rows}"))
+                .collect();
             println!(
-                "questions {} reviews {} index docs {}: missing {} extra {} stale {} duplicate {}",
-                report.questions_in_db,
-                report.reviews_in_db,
+                "{} index docs {}: missing {} extra {} stale {} duplicate {}",
+                rows.join(" "),
                 report.docs_in_index,
                 report.missing,
                 report.extra,
@@ -74,7 +79,7 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
                 report.duplicate
             );
             for drift in report.drift.iter().take(20) {
-                println!("  {} {} {:?}", drift.kind.as_str(), drift.id, drift.problem);
+                println!("  {} {} {:?}", drift.source, drift.id, drift.problem);
             }
             if !report.is_clean() {
                 if args.repair {
@@ -83,6 +88,32 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
                 }
                 std::process::exit(2);
             }
+        }
+        Command::Install(args) => {
+            let file = chaja::sources::ConfigFile::load_or_default(args.store.config.as_deref())
+                .map_err(anyhow::Error::msg)?;
+            let db = connect(&args.store)?;
+            if args.print {
+                for statement in chaja::install::script(db.dialect, &file.sources) {
+                    println!("{statement};");
+                }
+            } else if file.sources.is_demo() {
+                db.migrate().await.context("migrating the demo's tables")?;
+                println!("the demo's tables and triggers are in place");
+            } else {
+                chaja::install::install(&db, &file.sources).await?;
+                println!(
+                    "installed the outbox and the triggers of {} source(s); now run `chaja reindex`, then `chaja serve`",
+                    file.sources.len()
+                );
+            }
+        }
+        Command::Uninstall(store) => {
+            let file = chaja::sources::ConfigFile::load_or_default(store.config.as_deref())
+                .map_err(anyhow::Error::msg)?;
+            let db = connect(&store)?;
+            chaja::install::uninstall(&db, &file.sources).await?;
+            println!("removed chaja's triggers and tables");
         }
         Command::Loadtest(args) => {
             let summary = chaja::loadtest::run(&args).await?;
@@ -105,11 +136,37 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
             );
         }
         Command::Seed(args) => {
-            let report = chaja::seed::run(&args).await.context("seeding")?;
+            let report = chaja::demo::seed::run(&args).await.context("seeding")?;
             println!("{report}");
         }
     }
     Ok(())
+}
+
+fn connect(store: &chaja::config::StoreArgs) -> anyhow::Result<chaja::db::Db> {
+    if let Some(dir) = store.sqlite_dir() {
+        std::fs::create_dir_all(dir)?;
+    }
+    Ok(chaja::db::Db::connect_lazy(
+        &store.database_url,
+        store.pool_size(),
+    )?)
+}
+
+/// The database and the configured sources, ready to read: the demo's
+/// migrated, someone else's checked for installed triggers.
+async fn open_store(
+    store: &chaja::config::StoreArgs,
+) -> anyhow::Result<(chaja::db::Db, chaja::sources::Sources)> {
+    let file = chaja::sources::ConfigFile::load_or_default(store.config.as_deref())
+        .map_err(anyhow::Error::msg)?;
+    let db = connect(store)?;
+    if file.sources.is_demo() {
+        db.migrate().await.context("migrating the database")?;
+    } else {
+        chaja::install::check_installed(&db, &file.sources).await?;
+    }
+    Ok((db, file.sources))
 }
 
 /// Ctrl-C or SIGTERM starts a graceful shutdown.

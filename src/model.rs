@@ -1,79 +1,102 @@
-//! The rows chaja mirrors, as the indexer and the API see them.
+//! The rows chaja mirrors, as the indexer and the search see them: a
+//! source's row reduced to its key, its time, its text and its attributes.
 
-use serde::{Deserialize, Serialize};
+use crate::sources::SourceId;
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Question,
-    Review,
+/// A row's key: the value of its source's `id` column.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Key {
+    Int(i64),
+    Str(String),
 }
 
-impl Kind {
-    /// The `entity_type` the outbox triggers write.
-    pub fn as_str(self) -> &'static str {
+impl Key {
+    /// The key as the outbox triggers write it (`CAST(id AS CHAR)`): the
+    /// form deletes and lookups go by.
+    pub fn text(&self) -> String {
         match self {
-            Kind::Question => "question",
-            Kind::Review => "review",
+            Key::Int(i) => i.to_string(),
+            Key::Str(s) => s.clone(),
         }
     }
 
-    pub fn parse(s: &str) -> Option<Kind> {
-        match s {
-            "question" => Some(Kind::Question),
-            "review" => Some(Kind::Review),
-            _ => None,
-        }
-    }
-
-    /// Unique index key of a row; the kind is the low bit so that sorting on
-    /// it sorts by id first.
-    pub fn uid(self, id: i64) -> u64 {
-        ((id as u64) << 1) | self.bit()
-    }
-
-    pub fn from_uid(uid: u64) -> (Kind, i64) {
-        let kind = if uid & 1 == 0 {
-            Kind::Question
-        } else {
-            Kind::Review
-        };
-        (kind, (uid >> 1) as i64)
-    }
-
-    fn bit(self) -> u64 {
+    pub fn to_json(&self) -> serde_json::Value {
         match self {
-            Kind::Question => 0,
-            Kind::Review => 1,
+            Key::Int(i) => (*i).into(),
+            Key::Str(s) => s.as_str().into(),
         }
     }
 }
 
-/// A searchable row: a question, or a review (which has no title).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A stored attribute's value, as the database typed it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    Null,
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+impl AttrValue {
+    /// The text an `attr.<name>=<value>` filter compares with; none for NULL.
+    pub fn filter_text(&self) -> Option<String> {
+        match self {
+            AttrValue::Null => None,
+            AttrValue::Int(i) => Some(i.to_string()),
+            AttrValue::Float(f) => Some(f.to_string()),
+            AttrValue::Str(s) => Some(s.clone()),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            AttrValue::Null => serde_json::Value::Null,
+            AttrValue::Int(i) => (*i).into(),
+            AttrValue::Float(f) => serde_json::Number::from_f64(*f)
+                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+            AttrValue::Str(s) => s.as_str().into(),
+        }
+    }
+}
+
+/// A searchable row of some source, as the indexer reads it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Doc {
-    pub kind: Kind,
-    pub id: i64,
-    pub author_id: i64,
-    /// For reviews, the question they belong to.
-    pub question_id: Option<i64>,
+    pub source: SourceId,
+    pub key: Key,
+    /// The first text field, for sources with two or more.
     pub title: Option<String>,
-    pub content: String,
+    /// The other text fields that are not NULL, in the configured order.
+    pub body: Vec<String>,
     /// Milliseconds since the Unix epoch.
     pub created_at: i64,
-    pub updated_at: i64,
+    /// The configured attributes, in order.
+    pub attributes: Vec<(String, AttrValue)>,
+}
+
+impl Doc {
+    /// A fingerprint of everything the index keeps of the row: `verify`
+    /// compares content, since a plain SQL update by another program need
+    /// not touch any `updated_at`.
+    pub fn digest(&self) -> u64 {
+        let mut h = blake3::Hasher::new();
+        let mut part = |bytes: &[u8]| {
+            h.update(&(bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        part(self.title.as_deref().unwrap_or("\u{0}none").as_bytes());
+        for text in &self.body {
+            part(text.as_bytes());
+        }
+        part(&self.created_at.to_le_bytes());
+        part(self.key.text().as_bytes());
+        for (name, value) in &self.attributes {
+            part(name.as_bytes());
+            part(value.to_json().to_string().as_bytes());
+        }
+        let bytes = h.finalize();
+        u64::from_le_bytes(bytes.as_bytes()[..8].try_into().expect("8 bytes"))
+    }
 }
 
 /// RFC 3339 in UTC, as the API shows timestamps.

@@ -16,34 +16,17 @@
 //! ```
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use serde::Deserialize;
 
 use crate::text::{normalize, Keyword};
 
-/// The config file. Only what is implemented is accepted: an unknown
-/// section is an error at start, not a setting silently ignored.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConfigFile {
-    #[serde(default)]
-    pub synonyms: SynonymsSection,
-}
-
+/// The `[synonyms]` section of the config file (`crate::sources::ConfigFile`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SynonymsSection {
     #[serde(default)]
     pub groups: Vec<Vec<String>>,
-}
-
-impl ConfigFile {
-    pub fn load(path: &Path) -> Result<ConfigFile, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("reading {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
-    }
 }
 
 /// Groups of forms that mean the same, looked up by normalized form.
@@ -135,8 +118,8 @@ mod tests {
         assert!(
             Synonyms::new(&[vec!["a".into(), "b".into()], vec!["b".into(), "c".into()]]).is_err()
         );
-        assert!(toml::from_str::<ConfigFile>("[sources]\nx = 1").is_err());
-        let file: ConfigFile = toml::from_str("[synonyms]\ngroups = [[\"a\", \"b\"]]").unwrap();
+        let file = crate::sources::ConfigFile::parse("[synonyms]\ngroups = [[\"a\", \"b\"]]").unwrap();
         assert_eq!(file.synonyms.groups, [["a", "b"]]);
+        assert!(crate::sources::ConfigFile::parse("[sources]\nx = 1").is_err());
     }
 }

@@ -44,8 +44,8 @@ pub use self::redis::{BreakerState, RedisTier};
 /// and weighs bytes and never needs their type.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Answer {
-    /// Matching rows by kind, `[questions, reviews]`; see [`Answer::total`].
-    pub by_kind: [u64; 2],
+    /// Matching rows by source position; see [`Answer::total`].
+    pub by_source: Vec<u64>,
     /// The hits as a JSON array.
     pub hits: Box<serde_json::value::RawValue>,
     pub next_cursor: Option<String>,
@@ -55,16 +55,16 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// `by_kind` is `[questions, reviews]`.
+    /// `by_source` counts matches by source position.
     pub fn new(
-        by_kind: [u64; 2],
+        by_source: Vec<u64>,
         hits: Box<serde_json::value::RawValue>,
         next_cursor: Option<String>,
         watermark: i64,
         computed_at_ms: i64,
     ) -> Answer {
         Answer {
-            by_kind,
+            by_source,
             hits,
             next_cursor,
             watermark,
@@ -74,7 +74,7 @@ impl Answer {
 
     /// Every matching row, exactly.
     pub fn total(&self) -> u64 {
-        self.by_kind[0] + self.by_kind[1]
+        self.by_source.iter().sum()
     }
 }
 
@@ -527,7 +527,7 @@ mod tests {
     }
 
     fn answer(watermark: i64) -> Answer {
-        Answer::new([1, 0], no_hits(), None, watermark, now_ms())
+        Answer::new(vec![1, 0], no_hits(), None, watermark, now_ms())
     }
 
     fn cache(grace_ms: u64, progress: &Arc<Progress>) -> SearchCache {

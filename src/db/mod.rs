@@ -5,7 +5,7 @@
 //! migrations (triggers, auto-increment) differ per dialect.
 
 pub mod outbox;
-pub mod platform;
+pub mod rows;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -58,6 +58,9 @@ impl Db {
                         conn.execute("PRAGMA synchronous = NORMAL").await?;
                         conn.execute("PRAGMA busy_timeout = 5000").await?;
                         conn.execute("PRAGMA foreign_keys = ON").await?;
+                    } else {
+                        // TIMESTAMP columns read as UTC (see `rows`).
+                        conn.execute("SET time_zone = '+00:00'").await?;
                     }
                     Ok(())
                 })
@@ -118,7 +121,7 @@ pub fn now_ms() -> i64 {
 
 /// Runs an INSERT and returns the new row's id. The `Any` driver reports
 /// the id for MySQL but not for SQLite, so SQLite asks on the same connection.
-async fn insert<'q>(
+pub async fn insert<'q>(
     db: &Db,
     query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
 ) -> Result<i64> {
@@ -136,7 +139,7 @@ async fn insert<'q>(
 
 /// Reads a text column. Through the `Any` driver MySQL reports TEXT columns
 /// as BLOB, so the bytes are read and checked as UTF-8 there.
-fn text<I: sqlx::ColumnIndex<sqlx::any::AnyRow>>(
+pub fn text<I: sqlx::ColumnIndex<sqlx::any::AnyRow>>(
     row: &sqlx::any::AnyRow,
     column: I,
 ) -> Result<String> {

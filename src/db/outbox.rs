@@ -2,15 +2,15 @@
 
 use sqlx::{AnyConnection, Row};
 
-use super::{placeholders, text, Db};
+use super::{text, Db};
 use crate::error::Result;
-use crate::model::{Doc, Kind};
 
+/// A changed row: its source's name (`entity_type`) and its key as text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     pub seq: i64,
-    pub kind: Kind,
-    pub id: i64,
+    pub entity_type: String,
+    pub key: String,
 }
 
 /// One outbox row as the indexer reads it.
@@ -20,12 +20,12 @@ pub struct OutboxRow {
     /// When the trigger wrote it: with `seq`, it tells this row from another
     /// that reuses the id after a database restore.
     pub created_at: i64,
-    /// `None` for an entity type this version does not know: it is skipped
-    /// and counted, and still advances the position.
+    /// `None` for a row without a key; the indexer also skips a source it
+    /// does not know. Either is counted and still advances the position.
     pub change: Option<Change>,
 }
 
-const SELECT_OUTBOX: &str = "SELECT seq, entity_type, entity_id, created_at FROM search_outbox";
+const SELECT_OUTBOX: &str = "SELECT seq, entity_type, entity_key, created_at FROM search_outbox";
 
 /// Changes after `seq`, oldest first.
 pub async fn changes_after(
@@ -81,13 +81,20 @@ fn bind_ranges<'q>(
 
 fn outbox_row(row: &sqlx::any::AnyRow) -> Result<OutboxRow> {
     let seq: i64 = row.try_get(0)?;
-    let entity: String = text(row, 1)?;
-    let id: i64 = row.try_get(2)?;
+    let entity_type = text(row, 1)?;
+    let key = match sqlx::ValueRef::is_null(&row.try_get_raw(2)?) {
+        true => None,
+        false => Some(text(row, 2)?),
+    };
     let created_at: i64 = row.try_get(3)?;
     Ok(OutboxRow {
         seq,
         created_at,
-        change: Kind::parse(&entity).map(|kind| Change { seq, kind, id }),
+        change: key.map(|key| Change {
+            seq,
+            entity_type,
+            key,
+        }),
     })
 }
 
@@ -183,75 +190,6 @@ pub async fn backlog(db: &Db, applied: i64) -> Result<(i64, Option<i64>)> {
         .fetch_one(&db.pool)
         .await?;
     Ok((row.try_get(0)?, row.try_get(1)?))
-}
-
-/// The current rows for these ids; missing ids were deleted.
-pub async fn load_docs(conn: &mut AnyConnection, kind: Kind, ids: &[i64]) -> Result<Vec<Doc>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let sql = format!(
-        "{} WHERE id IN ({})",
-        select_docs(kind),
-        placeholders(ids.len())
-    );
-    let mut query = sqlx::query(&sql);
-    for id in ids {
-        query = query.bind(*id);
-    }
-    let rows = query.fetch_all(&mut *conn).await?;
-    rows.iter().map(|r| doc_from_row(kind, r)).collect()
-}
-
-/// One keyset page of rows with `id > after`, by id. Reindex streams the
-/// tables with it; `OFFSET` would rescan everything skipped on every page.
-pub async fn docs_page(db: &Db, kind: Kind, after: i64, limit: i64) -> Result<Vec<Doc>> {
-    let sql = format!("{} WHERE id > ? ORDER BY id LIMIT ?", select_docs(kind));
-    let rows = sqlx::query(&sql)
-        .bind(after)
-        .bind(limit)
-        .fetch_all(&db.pool)
-        .await?;
-    rows.iter().map(|r| doc_from_row(kind, r)).collect()
-}
-
-pub async fn count_rows(db: &Db, kind: Kind) -> Result<i64> {
-    let sql = format!("SELECT COUNT(*) FROM {}", table(kind));
-    Ok(sqlx::query_scalar(&sql).fetch_one(&db.pool).await?)
-}
-
-fn table(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Question => "questions",
-        Kind::Review => "reviews",
-    }
-}
-
-fn select_docs(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Question => {
-            "SELECT id, author_id, NULL AS question_id, title, content, created_at, updated_at FROM questions"
-        }
-        Kind::Review => {
-            "SELECT id, author_id, question_id, NULL AS title, content, created_at, updated_at FROM reviews"
-        }
-    }
-}
-
-fn doc_from_row(kind: Kind, row: &sqlx::any::AnyRow) -> Result<Doc> {
-    Ok(Doc {
-        kind,
-        id: row.try_get("id")?,
-        author_id: row.try_get("author_id")?,
-        question_id: row.try_get("question_id")?,
-        title: match kind {
-            Kind::Question => Some(text(row, "title")?),
-            Kind::Review => None,
-        },
-        content: text(row, "content")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
 }
 
 /// Records how far this replica has applied the outbox.

@@ -15,7 +15,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::health::Readiness;
-use super::search::TypeTotals;
+use super::search::{type_totals, TypeTotals};
 use super::AppState;
 use crate::cache::Tier;
 use crate::db::outbox;
@@ -38,13 +38,13 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct Operations {
     pub rebuilds: Tracker,
     last_verify: Arc<Mutex<Option<LastVerify>>>,
-    /// Documents by kind, per generation and index version: counting them
+    /// Documents by source, per generation and index version: counting them
     /// is a pass over every document, and a console polls every 2 s.
     counted: Arc<Mutex<Option<Counted>>>,
 }
 
-/// `((generation, index version), documents by kind)`.
-type Counted = ((u64, i64), [u64; 2]);
+/// `((generation, index version), documents by source)`.
+type Counted = ((u64, i64), crate::index::search::SourceCounts);
 
 /// A verification's counts (its drifted rows are left out), and when.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -81,8 +81,10 @@ async fn start_reindex(State(state): State<AppState>) -> Result<(StatusCode, Jso
     let bar = ProgressBar::hidden();
     let tracker = state.operations.rebuilds.clone();
     tracker.start(bar.clone());
-    let rebuild =
-        tokio::spawn(async move { reindex::reindex_locked(&db, &root, lock, memory, bar).await });
+    let sources = state.index.sources().clone();
+    let rebuild = tokio::spawn(async move {
+        reindex::reindex_locked(&db, &sources, &root, lock, memory, bar).await
+    });
     tokio::spawn(async move {
         // A panic in the rebuild is its failure too, not a scan that never
         // ends on the console.
@@ -104,7 +106,7 @@ async fn start_reindex(State(state): State<AppState>) -> Result<(StatusCode, Jso
 /// `/metrics` as `verify_drift`, and the counts in `/api/admin/status`.
 #[utoipa::path(get, path = "/api/admin/verify", tag = "admin", responses((status = 200, body = Report), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn run_verify(State(state): State<AppState>) -> Result<Json<verify::Report>> {
-    let mut report = verify::verify(&state.db, state.index.live()).await?;
+    let mut report = verify::verify(&state.db, state.index.sources(), state.index.live()).await?;
     *state
         .operations
         .last_verify
@@ -195,12 +197,13 @@ async fn status(State(state): State<AppState>) -> Result<Json<Status>> {
     let live_id = generation.id;
     let at = (live_id, state.mirror.progress.version());
     let counted = state.operations.counted.clone();
+    let sources = state.index.sources().clone();
     let index = tokio::task::spawn_blocking(move || -> Result<IndexStatus> {
         let known = *counted.lock().expect("counted lock");
-        let [question, review] = match known {
+        let counts = match known {
             Some((when, counts)) if when == at => counts,
             _ => {
-                let counts = generation.docs_by_kind()?;
+                let counts = generation.docs_by_source()?;
                 *counted.lock().expect("counted lock") = Some((at, counts));
                 counts
             }
@@ -208,8 +211,8 @@ async fn status(State(state): State<AppState>) -> Result<Json<Status>> {
         let (analyzer, normalization) = generation.built_with();
         Ok(IndexStatus {
             generation: generation.id,
-            documents: question + review,
-            by_type: TypeTotals { question, review },
+            documents: counts.iter().sum(),
+            by_type: type_totals(&sources, &counts),
             size_bytes: generation.size_bytes(),
             analyzer,
             normalization,

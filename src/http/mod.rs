@@ -1,12 +1,11 @@
-//! The request flow: HTTP → (cache) → index → response, plus the platform's
-//! writes, which go to the database only.
+//! The request flow: HTTP → (cache) → index → response, plus health,
+//! admin and metrics. Other routes (the demo platform's) are passed in.
 
 pub mod admin;
 pub mod client;
 mod extract;
 pub mod health;
 pub mod ops;
-pub mod platform;
 pub mod prometheus;
 pub mod search;
 pub mod suggest;
@@ -178,11 +177,11 @@ fn document(api: utoipa::openapi::OpenApi, limits: &InputLimits) -> serde_json::
 
 /// Every module's routes, documented: served by `router`, described by
 /// `openapi`.
-fn api() -> OpenApiRouter<AppState> {
+fn api(extra: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(extra)
         .merge(search::router())
         .merge(suggest::router())
-        .merge(platform::router())
         .merge(health::router())
         .merge(admin::router())
         .merge(prometheus::router())
@@ -241,7 +240,9 @@ impl Default for Limits {
     }
 }
 
-pub fn router(state: AppState, limits: &Limits) -> Router {
+/// The API, with `extra` routes beside chaja's own (the demo platform's,
+/// when it is configured; see `app`).
+pub fn router(state: AppState, limits: &Limits, extra: OpenApiRouter<AppState>) -> Router {
     let body_limit = state.input.max_body_bytes;
     prometheus::install();
     let guard = ops::Guard::new(
@@ -250,7 +251,7 @@ pub fn router(state: AppState, limits: &Limits) -> Router {
         limits.rate_per_second,
         limits.in_flight_per_client,
     );
-    let (routes, api) = api().split_for_parts();
+    let (routes, api) = api(extra).split_for_parts();
     let api = document(api, &state.input);
     routes
         // The reference page (Swagger UI, vendored in the binary) over the
@@ -285,9 +286,10 @@ pub async fn serve(
     listener: TcpListener,
     state: AppState,
     limits: &Limits,
+    extra: OpenApiRouter<AppState>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let app = router(state, limits).into_make_service_with_connect_info::<SocketAddr>();
+    let app = router(state, limits, extra).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await

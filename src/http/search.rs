@@ -19,7 +19,7 @@ use crate::cache::trending::{Trend, Window};
 use crate::cache::{Answer, CacheStatus};
 use crate::error::{Error, ErrorBody, Result};
 use crate::index::search::{self, Filter, Hit, Rank, Request, SearchKey, Sort};
-use crate::model::Kind;
+use crate::sources::Sources;
 use crate::synonyms::Synonyms;
 use crate::text::parse_query;
 
@@ -30,6 +30,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(zero_results_handler))
 }
 
+/// The search parameters. `attr.<name>=<value>` parameters (an attribute
+/// a source keeps, such as `attr.member_id=7`) are taken out of the query
+/// string before the rest is read into this (see [`split_attributes`]).
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -45,11 +48,14 @@ pub struct SearchParams {
         pattern = r"^[^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*[^\s\x00-\x1F\x7F-\x9F\x22\uFFFD][^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*$"
     )]
     pub q: Option<String>,
+    /// A source's name (`question`, `review` in the demo), or `all`
+    /// (default).
     #[serde(rename = "type")]
-    #[param(inline)]
-    pub kind: Option<TypeParam>,
+    #[param(min_length = 1, max_length = 64, pattern = r"^[A-Za-z_][A-Za-z0-9_]*$")]
+    pub kind: Option<String>,
     #[param(inline)]
     pub sort: Option<SortParam>,
+    /// The same as `attr.author_id=<value>`.
     pub author_id: Option<i64>,
     /// RFC 3339 bounds on `created_at`, inclusive; `from` not after `to`.
     #[param(format = DateTime)]
@@ -76,15 +82,36 @@ pub struct SearchParams {
     /// `false`: no synonyms, only the keywords as typed. Default `true`
     /// (the configured groups; see `expanded` in the answer).
     pub synonyms: Option<bool>,
+    /// `attr.<name>=<value>` filters, in the order given.
+    #[serde(skip)]
+    #[param(ignore)]
+    pub attributes: Vec<(String, String)>,
 }
 
-/// Which rows: `question`, `review` or `all` (default).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum TypeParam {
-    Question,
-    Review,
-    All,
+/// Attribute filters a request may carry, and how long a value may be.
+const MAX_ATTRIBUTE_FILTERS: usize = 8;
+const MAX_ATTRIBUTE_CHARS: usize = 200;
+
+/// Reads a search query string: `attr.<name>` pairs apart, the rest into
+/// [`SearchParams`] the way axum's `Query` reads it (the same errors).
+pub fn split_attributes(raw: Option<&str>) -> Result<SearchParams> {
+    let mut attributes = Vec::new();
+    let mut rest = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+        match name.strip_prefix("attr.") {
+            Some(attribute) => attributes.push((attribute.to_owned(), value.into_owned())),
+            None => {
+                rest.append_pair(&name, &value);
+            }
+        }
+    }
+    let uri: axum::http::Uri = format!("/?{}", rest.finish())
+        .parse()
+        .map_err(|_| bad("invalid_query", "the query string is malformed"))?;
+    let axum::extract::Query(mut params) =
+        axum::extract::Query::<SearchParams>::try_from_uri(&uri).map_err(Error::from)?;
+    params.attributes = attributes;
+    Ok(params)
 }
 
 /// `recent` (default): newest first. `oldest`. `relevance`: BM25 over
@@ -129,11 +156,17 @@ pub struct SearchResponse {
     pub cache: CacheStatus,
 }
 
-/// Matching rows by type, exact, for 질문 / 리뷰 tabs.
-#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
-pub struct TypeTotals {
-    pub question: u64,
-    pub review: u64,
+/// Matching rows by type (source name), exact, for tabs such as 질문 /
+/// 리뷰; every configured source is present.
+pub type TypeTotals = std::collections::BTreeMap<String, u64>;
+
+/// Counts by source position, named.
+pub fn type_totals(sources: &Sources, counts: &[u64]) -> TypeTotals {
+    sources
+        .names()
+        .enumerate()
+        .map(|(i, name)| (name.to_owned(), counts.get(i).copied().unwrap_or(0)))
+        .collect()
 }
 
 /// A query that may be what was meant, with its exact total.
@@ -189,27 +222,37 @@ async fn alternatives(state: &AppState, q: &str) -> Arc<Vec<Alternative>> {
     found
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct HitBody {
+    /// The source's name.
     #[serde(rename = "type")]
-    pub kind: Kind,
-    pub id: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub question_id: Option<i64>,
+    pub kind: String,
+    /// The row's key: a number for an integer key, a string otherwise.
+    #[schema(value_type = Object)]
+    pub id: serde_json::Value,
+    /// The first text field, as HTML (escaped, matches in `<em>`); null
+    /// for a source with one text field.
     pub title: Option<String>,
     pub snippet: String,
     pub created_at: String,
+    /// The source's attributes, by column name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub attributes: Option<serde_json::Value>,
 }
 
-impl From<Hit> for HitBody {
-    fn from(hit: Hit) -> HitBody {
+impl HitBody {
+    pub fn new(hit: Hit, sources: &Sources) -> HitBody {
         HitBody {
-            kind: hit.kind,
-            id: hit.id,
-            question_id: hit.question_id,
+            kind: sources.get(hit.source).name.clone(),
+            id: hit.key.to_json(),
             title: hit.title,
             snippet: hit.snippet,
             created_at: crate::model::rfc3339(hit.created_at),
+            attributes: hit
+                .attributes
+                .as_deref()
+                .and_then(|a| serde_json::from_str(a).ok()),
         }
     }
 }
@@ -231,6 +274,7 @@ pub fn to_request(
     limits: &InputLimits,
     cursor_key: &[u8; 32],
     synonyms: &Synonyms,
+    sources: &Sources,
 ) -> Result<Request> {
     let max_chars = limits.max_query_chars;
     let max_size = limits.max_size;
@@ -256,11 +300,46 @@ pub fn to_request(
     if keywords.is_empty() {
         return Err(bad("empty_query", "q must contain a keyword"));
     }
-    let kind = match params.kind {
-        None | Some(TypeParam::All) => None,
-        Some(TypeParam::Question) => Some(Kind::Question),
-        Some(TypeParam::Review) => Some(Kind::Review),
+    let source = match params.kind.as_deref() {
+        None | Some("all") => None,
+        Some(name) => Some(sources.by_name(name).ok_or_else(|| {
+            bad(
+                "invalid_type",
+                format!(
+                    "type must be all or one of: {}",
+                    sources.names().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })?),
     };
+    let mut attributes = params.attributes.clone();
+    if let Some(author) = params.author_id {
+        attributes.push(("author_id".to_owned(), author.to_string()));
+    }
+    if attributes.len() > MAX_ATTRIBUTE_FILTERS {
+        return Err(bad(
+            "invalid_attribute",
+            format!("at most {MAX_ATTRIBUTE_FILTERS} attribute filters"),
+        ));
+    }
+    for (name, value) in &attributes {
+        if !sources.has_attribute(name) {
+            return Err(bad(
+                "invalid_attribute",
+                format!("no source keeps an attribute {name:?}"),
+            ));
+        }
+        if value.chars().count() > MAX_ATTRIBUTE_CHARS
+            || value.chars().any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER)
+        {
+            return Err(bad(
+                "invalid_attribute",
+                format!("attr.{name} must be at most {MAX_ATTRIBUTE_CHARS} characters of valid text"),
+            ));
+        }
+    }
+    attributes.sort();
+    attributes.dedup();
     let sort = match params.sort {
         None | Some(SortParam::Recent) => Sort::Recent,
         Some(SortParam::Oldest) => Sort::Oldest,
@@ -294,8 +373,8 @@ pub fn to_request(
     let mut request = Request {
         keywords,
         filter: Filter {
-            kind,
-            author_id: params.author_id,
+            source,
+            attributes,
             from,
             to,
         },
@@ -467,10 +546,18 @@ fn decode_cursor(token: &str, request: &Request, key: &[u8; 32]) -> Result<(Rank
 async fn search_handler(
     State(state): State<AppState>,
     ClientIp(client): ClientIp,
-    ApiQuery(params): ApiQuery<SearchParams>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
 ) -> Result<([(HeaderName, HeaderValue); 2], Vec<u8>)> {
     let started = Instant::now();
-    let request = to_request(&params, &state.input, &state.cursor_key, &state.synonyms)?;
+    let params = split_attributes(raw.as_deref())?;
+    let sources = state.index.sources().clone();
+    let request = to_request(
+        &params,
+        &state.input,
+        &state.cursor_key,
+        &state.synonyms,
+        &sources,
+    )?;
     // Time spent in the index, when the cache did not answer.
     let index_time = Arc::new(std::sync::Mutex::new(None::<std::time::Duration>));
     let run = |watermark: i64| {
@@ -479,6 +566,7 @@ async fn search_handler(
         let key = state.cursor_key.clone();
         let span = tracing::Span::current();
         let index_time = index_time.clone();
+        let sources = sources.clone();
         // The answer is as fresh as the watermark read just before this.
         let computed_at_ms = crate::db::now_ms();
         // The search stops when this future is dropped (the request timed
@@ -515,10 +603,14 @@ async fn search_handler(
             };
             // Encoded once, here: the cache keeps bytes, and a hot answer
             // is served many times a second without serializing again.
-            let hits: Vec<HitBody> = response.hits.into_iter().map(HitBody::from).collect();
+            let hits: Vec<HitBody> = response
+                .hits
+                .into_iter()
+                .map(|hit| HitBody::new(hit, &sources))
+                .collect();
             let hits = serde_json::value::to_raw_value(&hits).expect("hits serialize to json");
             Ok(Answer::new(
-                response.by_kind,
+                response.by_source[..sources.len()].to_vec(),
                 hits,
                 next_cursor,
                 watermark,
@@ -587,10 +679,7 @@ async fn search_handler(
     });
     let body = serde_json::to_vec(&Body {
         total: answer.total(),
-        totals: TypeTotals {
-            question: answer.by_kind[0],
-            review: answer.by_kind[1],
-        },
+        totals: type_totals(&sources, &answer.by_source),
         hits: &answer.hits,
         expanded,
         did_you_mean: did_you_mean
@@ -685,6 +774,7 @@ mod tests {
             &InputLimits::default(),
             &[7; 32],
             &Synonyms::default(),
+            &Sources::demo(),
         )
         .unwrap()
     }

@@ -26,7 +26,8 @@ use tantivy::{
     TantivyDocument,
 };
 
-use crate::model::{Doc, Kind};
+use crate::model::Doc;
+use crate::sources::{SourceId, Sources, MAX_SOURCES};
 use schema::{build_schema, Fields, BIGRAM, MORPH, TRIGRAM, UNIGRAM};
 use tokenizer::GramTokenizer;
 
@@ -38,6 +39,9 @@ const NEXT: &str = "NEXT";
 /// Names what a generation was built with: the text normalization its grams
 /// hold and the analyzer of its morphological fields.
 const ANALYZER_FILE: &str = "analyzer";
+/// Names the sources a generation was built for, one per line, in order:
+/// a document stores its source's position.
+const SOURCES_FILE: &str = "sources";
 
 /// The contents of [`ANALYZER_FILE`] for what this process builds.
 fn analyzer_stamp() -> String {
@@ -63,13 +67,63 @@ pub struct Generation {
 }
 
 /// (segment, its deleted-document count, query) → matching documents by
-/// kind (`search::KindCounts`).
-pub type SegmentTotals = moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), [u64; 2]>;
+/// source (`search::SourceCounts`).
+pub type SegmentTotals =
+    moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), search::SourceCounts>;
+
+/// Bits of a `uid` that hold the source; the next one says the key is a
+/// string.
+const SOURCE_BITS: u32 = 4;
+const STRING_KEY: u64 = 1 << SOURCE_BITS;
+
+/// The sort tiebreak and source of a row (see `Fields::uid`).
+pub fn uid(source: SourceId, key: &crate::model::Key) -> u64 {
+    let source = source.index() as u64;
+    match key {
+        crate::model::Key::Int(i) => ((*i as u64) << (SOURCE_BITS + 1)) | source,
+        crate::model::Key::Str(s) => {
+            let hash = blake3::hash(s.as_bytes());
+            let high = u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"));
+            (high << (SOURCE_BITS + 1)) | STRING_KEY | source
+        }
+    }
+}
+
+/// The source a `uid` belongs to.
+pub fn uid_source(uid: u64) -> usize {
+    (uid & (MAX_SOURCES as u64 - 1)) as usize
+}
+
+/// Whether the `uid` is of a string key.
+pub fn uid_has_string_key(uid: u64) -> bool {
+    uid & STRING_KEY != 0
+}
+
+/// The `key` term of a row: `<source position>:<key text>`.
+pub fn key_term(source: SourceId, key_text: &str) -> String {
+    format!("{}:{key_text}", source.index())
+}
+
+/// The source and key text of a `key` term.
+pub fn parse_key_term(term: &str) -> Option<(SourceId, &str)> {
+    let (source, key) = term.split_once(':')?;
+    let source: usize = source.parse().ok()?;
+    (source < MAX_SOURCES).then(|| (SourceId::from_index(source), key))
+}
 
 impl Generation {
-    fn open(root: &Path, id: u64) -> Result<Generation> {
+    fn open(root: &Path, id: u64, sources: &Sources) -> Result<Generation> {
         let path = generation_path(root, id);
         let index = Index::open(MmapDirectory::open(&path)?)?;
+        let built_for = std::fs::read_to_string(path.join(SOURCES_FILE)).unwrap_or_default();
+        if built_for.trim() != sources.stamp() {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "the index at {} was built for the sources [{}], but the config names [{}]: a source was renamed, added, removed or moved. Run `chaja reindex` with this config to rebuild the index for it",
+                path.display(),
+                built_for.trim().replace('\n', ", "),
+                sources.stamp().replace('\n', ", ")
+            )));
+        }
         let built = std::fs::read_to_string(path.join(ANALYZER_FILE)).unwrap_or_default();
         let now = analyzer_stamp();
         if built.trim() != now {
@@ -124,18 +178,25 @@ impl Generation {
         read_checkpoint(&self.index)
     }
 
-    /// Uids that more than one live document carries. Blocking.
-    pub fn duplicate_uids(&self) -> Result<Vec<u64>> {
+    /// Keys (`<source>:<key>`) that more than one live document carries.
+    /// Blocking.
+    pub fn duplicate_keys(&self) -> Result<Vec<String>> {
         let searcher = self.reader.searcher();
         let mut seen = std::collections::HashSet::with_capacity(searcher.num_docs() as usize);
         let mut duplicates = Vec::new();
         for segment in searcher.segment_readers() {
-            let uid = segment.fast_fields().u64("uid")?;
+            let Some(keys) = segment.fast_fields().str("key")? else {
+                continue;
+            };
+            let mut text = String::new();
             for doc in segment.doc_ids_alive() {
-                if let Some(u) = uid.first(doc) {
-                    if !seen.insert(u) {
-                        duplicates.push(u);
-                    }
+                let Some(ord) = keys.term_ords(doc).next() else {
+                    continue;
+                };
+                text.clear();
+                keys.ord_to_str(ord, &mut text)?;
+                if !seen.insert(text.clone()) {
+                    duplicates.push(text.clone());
                 }
             }
         }
@@ -149,19 +210,16 @@ impl Generation {
         self.reader.searcher().num_docs()
     }
 
-    /// Live documents by kind (questions, reviews), read from the `uid`
-    /// column. Blocking: a pass over every document.
-    pub fn docs_by_kind(&self) -> Result<[u64; 2]> {
+    /// Live documents by source, read from the `uid` column. Blocking: a
+    /// pass over every document.
+    pub fn docs_by_source(&self) -> Result<search::SourceCounts> {
         let searcher = self.reader.searcher();
-        let mut counts = [0u64; 2];
+        let mut counts = [0u64; MAX_SOURCES];
         for segment in searcher.segment_readers() {
             let uid = segment.fast_fields().u64("uid")?;
             for doc in segment.doc_ids_alive() {
                 if let Some(u) = uid.first(doc) {
-                    match Kind::from_uid(u).0 {
-                        Kind::Question => counts[0] += 1,
-                        Kind::Review => counts[1] += 1,
-                    }
+                    counts[uid_source(u)] += 1;
                 }
             }
         }
@@ -289,13 +347,17 @@ pub struct Morphemes {
 impl Morphemes {
     pub fn of(doc: &Doc) -> Morphemes {
         let analyzer = morph::analyzer();
+        let mut content = Vec::new();
+        for text in &doc.body {
+            content.extend(analyzer.morphemes(text));
+        }
         Morphemes {
             title: doc
                 .title
                 .as_deref()
                 .map(|t| analyzer.morphemes(t).join(" "))
                 .unwrap_or_default(),
-            content: analyzer.morphemes(&doc.content).join(" "),
+            content: content.join(" "),
         }
     }
 }
@@ -310,7 +372,7 @@ pub struct DocWriter {
 impl DocWriter {
     /// Replaces whatever the index holds for this row.
     pub fn upsert(&mut self, doc: &Doc) -> Result<()> {
-        self.delete(doc.kind, doc.id);
+        self.delete(doc.source, &doc.key.text());
         self.add(doc, Morphemes::of(doc))
     }
 
@@ -321,28 +383,45 @@ impl DocWriter {
     pub fn add(&mut self, doc: &Doc, morphemes: Morphemes) -> Result<()> {
         let f = &self.fields;
         let mut d = TantivyDocument::new();
-        d.add_u64(f.uid, doc.kind.uid(doc.id));
+        d.add_u64(f.uid, uid(doc.source, &doc.key));
+        d.add_text(f.key, key_term(doc.source, &doc.key.text()));
         d.add_i64(f.created_at, doc.created_at);
-        d.add_i64(f.updated_at, doc.updated_at);
-        d.add_u64(f.author_id, doc.author_id as u64);
-        d.add_u64(f.question_id, doc.question_id.unwrap_or(0) as u64);
+        d.add_u64(f.digest, doc.digest());
+        if !doc.attributes.is_empty() {
+            let mut stored = serde_json::Map::new();
+            for (name, value) in &doc.attributes {
+                if let Some(text) = value.filter_text() {
+                    d.add_text(f.attrs, format!("{name}={text}"));
+                }
+                stored.insert(name.clone(), value.to_json());
+            }
+            d.add_text(f.attributes, serde_json::Value::Object(stored).to_string());
+        }
         if let Some(title) = &doc.title {
             d.add_text(f.title, title);
             d.add_text(f.grams2, title);
             d.add_text(f.chars, title);
             d.add_text(f.title_morph, morphemes.title);
         }
-        d.add_text(f.content, &doc.content);
-        d.add_text(f.grams2, &doc.content);
-        d.add_text(f.chars, &doc.content);
+        // Each body field is its own value: tantivy leaves a position gap
+        // between values, so a phrase never spans two columns, as `LIKE` on
+        // each column would not.
+        for text in &doc.body {
+            d.add_text(f.content, text);
+            d.add_text(f.grams2, text);
+            d.add_text(f.chars, text);
+        }
         d.add_text(f.content_morph, morphemes.content);
         self.writer.add_document(d)?;
         Ok(())
     }
 
-    pub fn delete(&mut self, kind: Kind, id: i64) {
-        self.writer
-            .delete_term(Term::from_field_u64(self.fields.uid, kind.uid(id)));
+    /// Removes the row of `source` whose key reads `key_text`.
+    pub fn delete(&mut self, source: SourceId, key_text: &str) {
+        self.writer.delete_term(Term::from_field_text(
+            self.fields.key,
+            &key_term(source, key_text),
+        ));
     }
 
     /// Commits everything so far as having applied the outbox up to `seq`,
@@ -372,11 +451,12 @@ impl DocWriter {
 pub struct SearchIndex {
     root: Arc<PathBuf>,
     live: Arc<RwLock<Arc<Generation>>>,
+    sources: Sources,
 }
 
 impl SearchIndex {
     /// Opens the live generation under `root`, creating an empty first one.
-    pub fn open_or_create(root: &Path) -> Result<SearchIndex> {
+    pub fn open_or_create(root: &Path, sources: &Sources) -> Result<SearchIndex> {
         std::fs::create_dir_all(root)?;
         let current = match current_generation(root)? {
             Some(id) => Some(id),
@@ -391,9 +471,9 @@ impl SearchIndex {
             },
         };
         let generation = match current {
-            Some(id) => Generation::open(root, id)?,
+            Some(id) => Generation::open(root, id, sources)?,
             None => {
-                let generation = create_generation(root)?;
+                let generation = create_generation(root, sources)?;
                 generation.writer(1 << 26)?.commit(0)?;
                 make_current(root, generation.id)?;
                 generation
@@ -402,7 +482,13 @@ impl SearchIndex {
         Ok(SearchIndex {
             root: Arc::new(root.to_path_buf()),
             live: Arc::new(RwLock::new(Arc::new(generation))),
+            sources: sources.clone(),
         })
+    }
+
+    /// The sources this index holds rows of.
+    pub fn sources(&self) -> &Sources {
+        &self.sources
     }
 
     pub fn root(&self) -> &Path {
@@ -430,7 +516,7 @@ impl SearchIndex {
 
     /// Opens generation `id` under this root. Blocking.
     pub fn open_generation(&self, id: u64) -> Result<Generation> {
-        Generation::open(&self.root, id)
+        Generation::open(&self.root, id, &self.sources)
     }
 
     /// Removes generations older than the live one.
@@ -545,7 +631,7 @@ fn named(root: &Path, name: &str) -> Result<Option<u64>> {
 }
 
 /// Creates an empty generation after the newest one on disk.
-pub fn create_generation(root: &Path) -> Result<Generation> {
+pub fn create_generation(root: &Path, sources: &Sources) -> Result<Generation> {
     std::fs::create_dir_all(root)?;
     let id = list_generations(root)?.last().copied().unwrap_or(0) + 1;
     let path = generation_path(root, id);
@@ -564,6 +650,7 @@ pub fn create_generation(root: &Path) -> Result<Generation> {
         .settings(settings)
         .create_in_dir(&path)?;
     std::fs::write(path.join(ANALYZER_FILE), analyzer_stamp())?;
+    std::fs::write(path.join(SOURCES_FILE), sources.stamp())?;
     Generation::from_index(id, path, index)
 }
 
@@ -597,14 +684,12 @@ mod tests {
 
     fn doc(id: i64, version: i64) -> Doc {
         Doc {
-            kind: Kind::Question,
-            id,
-            author_id: 1,
-            question_id: None,
+            source: SourceId::from_index(0),
+            key: crate::model::Key::Int(id),
             title: Some(format!("제목 {id}")),
-            content: format!("본문 {version}"),
+            body: vec![format!("본문 {version}")],
             created_at: 1_000 + id,
-            updated_at: version,
+            attributes: vec![("author_id".to_owned(), crate::model::AttrValue::Int(1))],
         }
     }
 
@@ -613,7 +698,7 @@ mod tests {
     #[test]
     fn upserts_never_leave_duplicates() {
         let dir = tempfile::tempdir().unwrap();
-        let generation = create_generation(dir.path()).unwrap();
+        let generation = create_generation(dir.path(), &Sources::demo()).unwrap();
         let mut writer = generation.writer(32 << 20).unwrap();
         let mut version = 0;
         for round in 0..150i64 {
@@ -627,8 +712,8 @@ mod tests {
         // Merges run in the background: let them finish, then look.
         writer.wait_merging_threads().unwrap();
         generation.reader.reload().unwrap();
-        let duplicates = generation.duplicate_uids().unwrap();
-        assert!(duplicates.is_empty(), "duplicated uids: {duplicates:?}");
+        let duplicates = generation.duplicate_keys().unwrap();
+        assert!(duplicates.is_empty(), "duplicated keys: {duplicates:?}");
         assert_eq!(generation.num_docs(), 500);
     }
 
@@ -638,11 +723,11 @@ mod tests {
     fn cached_segment_totals_follow_deletes() {
         use crate::index::search::{search, Request};
         let dir = tempfile::tempdir().unwrap();
-        let generation = create_generation(dir.path()).unwrap();
+        let generation = create_generation(dir.path(), &Sources::demo()).unwrap();
         let mut writer = generation.writer(32 << 20).unwrap();
         for id in 1..=5 {
             let mut d = doc(id, 1);
-            d.content = "설정을 바꿨습니다".to_owned();
+            d.body = vec!["설정을 바꿨습니다".to_owned()];
             writer.upsert(&d).unwrap();
         }
         writer.commit(1).unwrap();
@@ -657,14 +742,14 @@ mod tests {
             "one total per segment"
         );
         assert_eq!(search(&generation, &request).unwrap().total, 5);
-        writer.delete(Kind::Question, 3);
+        writer.delete(SourceId::from_index(0), "3");
         writer.commit(2).unwrap();
         generation.reader.reload().unwrap();
         let response = search(&generation, &request).unwrap();
         assert_eq!(response.total, 4);
         assert_eq!(
-            response.hits.iter().map(|h| h.id).collect::<Vec<_>>(),
-            [5, 4]
+            response.hits.iter().map(|h| h.key.clone()).collect::<Vec<_>>(),
+            [crate::model::Key::Int(5), crate::model::Key::Int(4)]
         );
     }
 }

@@ -2,7 +2,7 @@
 
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, FAST,
-    INDEXED, STORED,
+    INDEXED, STORED, STRING,
 };
 
 /// Tokenizer names, registered on every opened index.
@@ -14,15 +14,22 @@ pub const MORPH: &str = "chaja_morph";
 /// Field handles, resolved once per opened index.
 #[derive(Clone, Copy, Debug)]
 pub struct Fields {
-    /// `id << 1 | kind`: unique per row, the delete key, and the tiebreak of
-    /// the sort (`created_at DESC, id DESC`, then kind).
+    /// The row's source in the low 4 bits, bit 4 set for a string key,
+    /// and above them the integer key (or 59 bits of a string key's hash):
+    /// the tiebreak of the sort (`created_at DESC`, then the key) and the
+    /// source a match counts for.
     pub uid: Field,
+    /// `<source>:<key>`, the key as the outbox writes it: the delete term,
+    /// stored for the hit's `id`, and a fast column for `verify`.
+    pub key: Field,
     /// Milliseconds since the epoch. The index is sorted on it, newest first.
     pub created_at: Field,
-    pub updated_at: Field,
-    pub author_id: Field,
-    /// The question a review belongs to; 0 for questions.
-    pub question_id: Field,
+    /// `Doc::digest`: what `verify` compares with the table.
+    pub digest: Field,
+    /// `name=value` of each attribute: what `attr.<name>=<value>` matches.
+    pub attrs: Field,
+    /// The attributes as a JSON object, stored for the hit.
+    pub attributes: Field,
     /// Original text, stored for snippets; indexed as positional trigrams
     /// with frequencies: a 3-character keyword is one term, a longer one a
     /// phrase of few, sparse terms, and BM25 has what it needs.
@@ -45,10 +52,11 @@ impl Fields {
     pub fn from_schema(schema: &Schema) -> tantivy::Result<Fields> {
         Ok(Fields {
             uid: schema.get_field("uid")?,
+            key: schema.get_field("key")?,
             created_at: schema.get_field("created_at")?,
-            updated_at: schema.get_field("updated_at")?,
-            author_id: schema.get_field("author_id")?,
-            question_id: schema.get_field("question_id")?,
+            digest: schema.get_field("digest")?,
+            attrs: schema.get_field("attrs")?,
+            attributes: schema.get_field("attributes")?,
             title: schema.get_field("title")?,
             content: schema.get_field("content")?,
             grams2: schema.get_field("grams2")?,
@@ -62,11 +70,12 @@ impl Fields {
 pub fn build_schema() -> Schema {
     let mut b = Schema::builder();
     let number = || NumericOptions::default() | FAST | INDEXED;
-    b.add_u64_field("uid", number());
+    b.add_u64_field("uid", NumericOptions::default() | FAST);
+    b.add_text_field("key", (STRING | STORED).set_fast("raw"));
     b.add_i64_field("created_at", number());
-    b.add_i64_field("updated_at", NumericOptions::default() | FAST);
-    b.add_u64_field("author_id", number());
-    b.add_u64_field("question_id", NumericOptions::default() | STORED);
+    b.add_u64_field("digest", NumericOptions::default() | FAST);
+    b.add_text_field("attrs", STRING);
+    b.add_text_field("attributes", STORED);
     let trigrams = TextOptions::default().set_stored().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(TRIGRAM)

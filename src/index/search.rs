@@ -7,7 +7,7 @@
 //! - 3 characters: one trigram term in `title` or `content`;
 //! - longer: a slop-0 phrase of the fewest trigrams that pin every character.
 //!
-//! The total is exact, and split by kind (questions, reviews): every match
+//! The total is exact, and split by source: every match
 //! is visited once per segment and the counts are kept per segment (see
 //! `Generation::totals`), so later queries only find their top-k.
 //! Segments are sorted by `created_at` descending, so the newest-first top-k
@@ -44,7 +44,8 @@ use super::morph;
 use super::schema::Fields;
 use super::tokenizer::trigram_cover;
 use super::{Generation, Result};
-use crate::model::Kind;
+use crate::model::Key;
+use crate::sources::{SourceId, MAX_SOURCES};
 use crate::text::{highlight, lead, Keyword, SNIPPET_CHARS, TITLE_CHARS};
 
 /// Segments with more documents than this are scanned as two halves.
@@ -102,10 +103,12 @@ fn rank(sort: Sort, created_at: i64, uid: u64, score: f32) -> Rank {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
-    pub kind: Option<Kind>,
-    pub author_id: Option<i64>,
+    pub source: Option<SourceId>,
+    /// `attr.<name>=<value>`: rows whose attribute has this value, all of
+    /// them; sorted by name, so that equal filters make equal keys.
+    pub attributes: Vec<(String, String)>,
     /// Inclusive bounds on `created_at`, in milliseconds.
     pub from: Option<i64>,
     pub to: Option<i64>,
@@ -113,15 +116,16 @@ pub struct Filter {
 
 impl Filter {
     fn accepts(&self, created_at: i64, uid: u64) -> bool {
-        self.kind.is_none_or(|kind| Kind::from_uid(uid).0 == kind)
+        self.source
+            .is_none_or(|source| super::uid_source(uid) == source.index())
             && self.from.is_none_or(|from| created_at >= from)
             && self.to.is_none_or(|to| created_at <= to)
     }
 
-    /// Filters checked on fast fields during the scan (the author filter is
-    /// part of the query instead).
+    /// Filters checked on fast fields during the scan (attribute filters
+    /// are part of the query instead).
     fn needs_scan_check(&self) -> bool {
-        self.kind.is_some() || self.from.is_some() || self.to.is_some()
+        self.source.is_some() || self.from.is_some() || self.to.is_some()
     }
 }
 
@@ -204,8 +208,8 @@ impl SearchKey {
         let text = serde_json::json!([
             keywords,
             synonyms,
-            f.kind.map_or("all", Kind::as_str),
-            f.author_id,
+            f.source.map(SourceId::index),
+            f.attributes,
             f.from,
             f.to,
             request.sort.as_str(),
@@ -227,9 +231,10 @@ impl SearchKey {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
-    pub kind: Kind,
-    pub id: i64,
-    pub question_id: Option<i64>,
+    pub source: SourceId,
+    pub key: Key,
+    /// The stored attributes, a JSON object; `None` for a source without.
+    pub attributes: Option<String>,
     pub title: Option<String>,
     /// HTML: escaped text with `<em>` around the matches.
     pub snippet: String,
@@ -241,8 +246,8 @@ pub struct Hit {
 pub struct Response {
     /// Every matching row, exactly, regardless of paging.
     pub total: u64,
-    /// The same by kind: `[questions, reviews]`; they sum to `total`.
-    pub by_kind: KindCounts,
+    /// The same by source position; they sum to `total`.
+    pub by_source: SourceCounts,
     pub hits: Vec<Hit>,
 }
 
@@ -281,8 +286,8 @@ pub fn build_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn
         substring_query(fields, request, false)
     };
     let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text)];
-    if let Some(author) = request.filter.author_id {
-        let term = Term::from_field_u64(fields.author_id, author as u64);
+    for (name, value) in &request.filter.attributes {
+        let term = Term::from_field_text(fields.attrs, &format!("{name}={value}"));
         let query: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::Basic));
         // Must, but without adding to the score.
         must.push((Occur::Must, Box::new(BoostQuery::new(query, 0.0))));
@@ -391,13 +396,12 @@ fn words(request: &Request) -> (Vec<&str>, Vec<Vec<&str>>) {
 fn totals_key(request: &Request) -> String {
     let (keywords, synonyms) = words(request);
     let f = &request.filter;
-    let kind = f.kind.map(Kind::as_str);
     let analyzer = morph::analyzer().name();
     serde_json::json!([
         keywords,
         synonyms,
-        kind,
-        f.author_id,
+        f.source.map(SourceId::index),
+        f.attributes,
         f.from,
         f.to,
         request.morph,
@@ -486,16 +490,17 @@ pub enum SearchError {
 /// What one scanned range of one segment found.
 #[derive(Default)]
 struct Partial {
-    counts: KindCounts,
+    counts: SourceCounts,
     top: Vec<(Rank, DocAddress)>,
 }
 
-/// Matches by kind, indexed by the low bit of their uid: `[questions,
-/// reviews]`.
-pub type KindCounts = [u64; 2];
+/// Matches by source position (the low bits of their uid).
+pub type SourceCounts = [u64; MAX_SOURCES];
 
-fn kind_index(uid: u64) -> usize {
-    (uid & 1) as usize
+fn add_counts(sum: &mut SourceCounts, more: &SourceCounts) {
+    for (s, m) in sum.iter_mut().zip(more) {
+        *s += m;
+    }
 }
 
 /// Runs a search on one generation. Blocking: call it off the async workers.
@@ -578,7 +583,7 @@ fn search_within(
     // query stays true until its delete count moves: a frequent phrase is
     // counted once per segment, and after a commit only new segments are.
     let counts_key: Arc<str> = totals_key(request).into();
-    let mut tasks: Vec<(u32, Range<DocId>, Option<KindCounts>)> = Vec::new();
+    let mut tasks: Vec<(u32, Range<DocId>, Option<SourceCounts>)> = Vec::new();
     let mut keys = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
         let window = time_window(segment, &request.filter)?;
@@ -594,7 +599,11 @@ fn search_within(
         if window.len() > split_docs as usize {
             let middle = window.start + (window.end - window.start) / 2;
             tasks.push((ord as u32, window.start..middle, known_total));
-            tasks.push((ord as u32, middle..window.end, known_total.map(|_| [0, 0])));
+            tasks.push((
+                ord as u32,
+                middle..window.end,
+                known_total.map(|_| [0; MAX_SOURCES]),
+            ));
         } else {
             tasks.push((ord as u32, window, known_total));
         }
@@ -620,11 +629,9 @@ fn search_within(
         })
         .collect::<std::result::Result<Vec<Partial>, SearchError>>()?;
     budget.check()?;
-    let mut segment_totals = vec![[0u64; 2]; keys.len()];
+    let mut segment_totals = vec![[0u64; MAX_SOURCES]; keys.len()];
     for ((ord, _, _), partial) in tasks.iter().zip(&partials) {
-        let sum = &mut segment_totals[*ord as usize];
-        sum[0] += partial.counts[0];
-        sum[1] += partial.counts[1];
+        add_counts(&mut segment_totals[*ord as usize], &partial.counts);
     }
     for ((key, known), counts) in keys.into_iter().zip(segment_totals) {
         if !known {
@@ -632,11 +639,10 @@ fn search_within(
         }
     }
 
-    let mut by_kind: KindCounts = [0, 0];
+    let mut by_source: SourceCounts = [0; MAX_SOURCES];
     let mut ranked: Vec<(Rank, DocAddress)> = Vec::new();
     for partial in partials {
-        by_kind[0] += partial.counts[0];
-        by_kind[1] += partial.counts[1];
+        add_counts(&mut by_source, &partial.counts);
         ranked.extend(partial.top);
     }
     ranked.sort_unstable_by_key(|entry| Reverse(entry.0));
@@ -648,8 +654,8 @@ fn search_within(
         .map(|(rank, address)| load_hit(&searcher, fields, &highlighted, rank, address))
         .collect::<Result<Vec<Hit>>>()?;
     Ok(Response {
-        total: by_kind[0] + by_kind[1],
-        by_kind,
+        total: by_source.iter().sum(),
+        by_source,
         hits,
     })
 }
@@ -669,7 +675,7 @@ fn scan(
     segment: &SegmentReader,
     ord: u32,
     range: Range<DocId>,
-    known_total: Option<KindCounts>,
+    known_total: Option<SourceCounts>,
     request: &Request,
     work: Work,
 ) -> std::result::Result<Partial, SearchError> {
@@ -690,7 +696,7 @@ fn scan(
     let can_stop = request.sort == Sort::Recent;
 
     let mut top: BinaryHeap<Reverse<(Rank, DocId)>> = BinaryHeap::with_capacity(k + 1);
-    let mut counts: KindCounts = [0, 0];
+    let mut counts: SourceCounts = [0; MAX_SOURCES];
     let mut collecting = k > 0;
     let mut scanned: u64 = 0;
     let mut until_look: u32 = BUDGET_EVERY_MATCHES;
@@ -714,11 +720,11 @@ fn scan(
             continue;
         }
         if !collecting {
-            // Counting only: the uid says the kind; `created_at` is read
+            // Counting only: the uid says the source; `created_at` is read
             // just when a filter needs it.
             let doc_uid = uid.first(doc).unwrap_or_default();
             if !check_filter || filter.accepts(created.first(doc).unwrap_or_default(), doc_uid) {
-                counts[kind_index(doc_uid)] += 1;
+                counts[super::uid_source(doc_uid)] += 1;
             }
             doc = scorer.advance();
             continue;
@@ -737,7 +743,7 @@ fn scan(
             }
         }
         if filter.accepts(created_at, doc_uid) {
-            counts[kind_index(doc_uid)] += 1;
+            counts[super::uid_source(doc_uid)] += 1;
             let score = if request.sort == Sort::Relevance {
                 with_recency(scorer.score(), created_at, now)
             } else {
@@ -779,14 +785,18 @@ fn load_hit(
             .map(str::to_owned)
     };
     let title = text(fields.title);
-    let content = text(fields.content).unwrap_or_default();
-    let question_id = doc
-        .get_first(fields.question_id)
-        .and_then(|v| v.as_u64())
-        .filter(|&id| id != 0)
-        .map(|id| id as i64);
-    let snippet = highlight(&content, keywords, SNIPPET_CHARS)
-        .unwrap_or_else(|| lead(&content, SNIPPET_CHARS));
+    let attributes = text(fields.attributes);
+    let key_term = text(fields.key).unwrap_or_default();
+    // The snippet comes from the first body field that holds a match, or
+    // the first one.
+    let bodies: Vec<&str> = doc
+        .get_all(fields.content)
+        .filter_map(|v| v.as_str())
+        .collect();
+    let snippet = bodies
+        .iter()
+        .find_map(|body| highlight(body, keywords, SNIPPET_CHARS))
+        .unwrap_or_else(|| lead(bodies.first().copied().unwrap_or(""), SNIPPET_CHARS));
     // HTML like the snippet, so that a page can render both the same way:
     // escaped, with the matches in `<em>`.
     let title = title.map(|title| {
@@ -803,11 +813,17 @@ fn load_hit(
         .u64("uid")?
         .first(address.doc_id)
         .unwrap_or_default();
-    let (kind, id) = Kind::from_uid(uid);
+    let (source, key_text) = super::parse_key_term(&key_term).ok_or_else(|| {
+        tantivy::TantivyError::InvalidArgument(format!("bad stored key {key_term:?}"))
+    })?;
+    let key = match key_text.parse() {
+        Ok(i) if !super::uid_has_string_key(uid) => Key::Int(i),
+        _ => Key::Str(key_text.to_owned()),
+    };
     Ok(Hit {
-        kind,
-        id,
-        question_id,
+        source,
+        key,
+        attributes,
         title,
         snippet,
         created_at,

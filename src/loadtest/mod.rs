@@ -135,7 +135,7 @@ pub struct Mix {
 impl Mix {
     /// The manifest's classes: ≤ 1% (and single rows) are rare, ~10% common,
     /// > 80% frequent.
-    pub fn from_manifest(manifest: &crate::seed::Manifest) -> Mix {
+    pub fn from_manifest(manifest: &crate::demo::seed::Manifest) -> Mix {
         let mut mix = Mix::default();
         for (class, words) in &manifest.classes {
             let target = if class.ends_with(">80%") {

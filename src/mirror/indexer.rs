@@ -51,7 +51,8 @@ use crate::db::outbox::{self, OutboxRow};
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::index::{Checkpoint, DocWriter, GapRange, Generation, SearchIndex};
-use crate::model::{Doc, Kind};
+use crate::model::Doc;
+use crate::sources::{SourceId, Sources};
 
 #[derive(Debug, Clone)]
 pub struct IndexerConfig {
@@ -282,14 +283,17 @@ impl Position {
 async fn load_into(
     work: &mut Work,
     conn: &mut sqlx::AnyConnection,
-    ids: BTreeMap<Kind, BTreeSet<i64>>,
+    sources: &Sources,
+    keys: BTreeMap<SourceId, BTreeSet<String>>,
 ) -> Result<()> {
-    for (kind, ids) in ids {
-        let ids: Vec<i64> = ids.into_iter().collect();
-        let docs = outbox::load_docs(conn, kind, &ids).await?;
-        let mut docs: BTreeMap<i64, Doc> = docs.into_iter().map(|d| (d.id, d)).collect();
-        for id in ids {
-            work.push((kind, id, docs.remove(&id)));
+    for (source, keys) in keys {
+        let keys: Vec<String> = keys.into_iter().collect();
+        let docs = crate::db::rows::load_docs(conn, sources, source, &keys).await?;
+        let mut docs: BTreeMap<String, Doc> =
+            docs.into_iter().map(|d| (d.key.text(), d)).collect();
+        for key in keys {
+            let doc = docs.remove(&key);
+            work.push((source, key, doc));
         }
     }
     Ok(())
@@ -306,7 +310,7 @@ impl Committed {
 }
 
 /// Rows to upsert (`Some`) or delete (`None`).
-type Work = Vec<(Kind, i64, Option<Doc>)>;
+type Work = Vec<(SourceId, String, Option<Doc>)>;
 
 /// One batch read from the database.
 struct Batch {
@@ -325,7 +329,7 @@ struct Tail {
     writer: Option<DocWriter>,
     position: Position,
     /// Rows to reload in the next round whatever the outbox says.
-    heal: Vec<(Kind, i64)>,
+    heal: Vec<(SourceId, String)>,
 }
 
 /// What a round did.
@@ -555,19 +559,23 @@ impl Indexer {
     /// Seen once after a SIGKILL during a write burst (cause not found); the
     /// scan costs one pass over a column. Reloaded first: background merges
     /// publish new segments without a commit of ours.
-    async fn duplicates(&self, live: &Tail) -> Result<Vec<(Kind, i64)>> {
+    async fn duplicates(&self, live: &Tail) -> Result<Vec<(SourceId, String)>> {
         let generation = live.generation.clone();
         let scan = move || {
             generation.reader.reload()?;
-            generation.duplicate_uids()
+            generation.duplicate_keys()
         };
         match tokio::task::spawn_blocking(scan).await? {
-            Ok(uids) if !uids.is_empty() => {
+            Ok(keys) if !keys.is_empty() => {
                 tracing::warn!(
-                    count = uids.len(),
+                    count = keys.len(),
                     "rows indexed more than once; reloading them"
                 );
-                Ok(uids.into_iter().map(Kind::from_uid).collect())
+                Ok(keys
+                    .iter()
+                    .filter_map(|k| crate::index::parse_key_term(k))
+                    .map(|(source, key)| (source, key.to_owned()))
+                    .collect())
             }
             Ok(_) => Ok(Vec::new()),
             Err(e) => {
@@ -619,11 +627,12 @@ impl Indexer {
                     "{reason}; rebuilding the index by reindex"
                 );
                 let (db, root) = (self.db.clone(), self.index.root().to_path_buf());
+                let sources = self.index.sources().clone();
                 let memory = self.config.writer_memory;
                 // Beside the loop: the live generation keeps following the
                 // outbox, and the rebuild is caught up before the swap.
                 *rebuilding = Some(tokio::spawn(async move {
-                    match crate::mirror::reindex::reindex(&db, &root, memory, false).await {
+                    match crate::mirror::reindex::reindex(&db, &sources, &root, memory, false).await {
                         Ok(_) => {}
                         Err(Error::Conflict(_)) => {
                             tracing::info!("a reindex is already running; adopting its result")
@@ -649,7 +658,7 @@ impl Indexer {
     /// the outbox rows that point at it. Separate statements on pooled
     /// connections could each see a different snapshot, and an older row
     /// read after a newer outbox row would be recorded as applied.
-    async fn read_batch(&self, position: &Position, heal: &[(Kind, i64)]) -> Result<Batch> {
+    async fn read_batch(&self, position: &Position, heal: &[(SourceId, String)]) -> Result<Batch> {
         let mut tx = self.read.pool.begin().await?;
         let mut rows = if position.gaps.len() < MAX_GAP_RUNS {
             outbox::changes_after(&mut tx, position.high, self.config.batch).await?
@@ -664,12 +673,17 @@ impl Indexer {
         if !position.gaps.is_empty() {
             rows.extend(outbox::changes_in_ranges(&mut tx, &position.ranges()).await?);
         }
-        let mut ids: BTreeMap<Kind, BTreeSet<i64>> = BTreeMap::new();
+        let sources = self.index.sources();
+        let mut ids: BTreeMap<SourceId, BTreeSet<String>> = BTreeMap::new();
         let mut unknown = 0u64;
         for row in &rows {
-            match &row.change {
-                Some(change) => {
-                    ids.entry(change.kind).or_default().insert(change.id);
+            let source = row
+                .change
+                .as_ref()
+                .and_then(|c| Some((sources.by_name(&c.entity_type)?, &c.key)));
+            match source {
+                Some((source, key)) => {
+                    ids.entry(source).or_default().insert(key.clone());
                 }
                 None => unknown += 1,
             }
@@ -678,7 +692,7 @@ impl Indexer {
             // Skipped, not re-read forever: the position moves past them.
             tracing::warn!(
                 count = unknown,
-                "skipping outbox rows of an unknown entity type"
+                "skipping outbox rows of a source not in the config, or without a key"
             );
             metrics::counter!("outbox_unknown_rows_total").increment(unknown);
         }
@@ -686,17 +700,17 @@ impl Indexer {
         // behind what the index already holds (a rebuild scans the
         // primary), and their changes are not read again: load them from
         // the primary, after this batch's rows.
-        let mut healing: BTreeMap<Kind, BTreeSet<i64>> = BTreeMap::new();
-        for (kind, id) in heal {
+        let mut healing: BTreeMap<SourceId, BTreeSet<String>> = BTreeMap::new();
+        for (source, key) in heal {
             let set = if self.replica { &mut healing } else { &mut ids };
-            set.entry(*kind).or_default().insert(*id);
+            set.entry(*source).or_default().insert(key.clone());
         }
         let mut work: Work = Vec::new();
-        load_into(&mut work, &mut tx, ids).await?;
+        load_into(&mut work, &mut tx, sources, ids).await?;
         tx.commit().await?;
         if !healing.is_empty() {
             let mut primary = self.db.pool.begin().await?;
-            load_into(&mut work, &mut primary, healing).await?;
+            load_into(&mut work, &mut primary, sources, healing).await?;
             primary.commit().await?;
         }
         Ok(Batch { rows, new, work })
@@ -797,14 +811,14 @@ async fn close(tail: Tail) {
 fn apply(
     writer: &mut DocWriter,
     generation: &Generation,
-    work: &[(Kind, i64, Option<Doc>)],
+    work: &[(SourceId, String, Option<Doc>)],
     checkpoint: &Checkpoint,
 ) -> Result<()> {
     let started = Instant::now();
-    for (kind, id, doc) in work {
+    for (source, key, doc) in work {
         match doc {
             Some(doc) => writer.upsert(doc)?,
-            None => writer.delete(*kind, *id),
+            None => writer.delete(*source, key),
         }
     }
     writer.commit_checkpoint(checkpoint)?;

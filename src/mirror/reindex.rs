@@ -26,7 +26,8 @@ use crate::index::morph::{self, Analyzer};
 use crate::index::{
     create_generation, publish, rebuild_marker, Checkpoint, GapRange, Morphemes, RebuildLock,
 };
-use crate::model::{Doc, Kind};
+use crate::model::Doc;
+use crate::sources::Sources;
 
 const PAGE: i64 = 1000;
 /// How often a running rebuild refreshes its hold on pruning.
@@ -52,7 +53,13 @@ pub async fn lock(root: &Path) -> Result<RebuildLock> {
 
 /// Builds a new generation from the tables and publishes it. A serving
 /// process catches it up and swaps it in.
-pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -> Result<Rebuilt> {
+pub async fn reindex(
+    db: &Db,
+    sources: &Sources,
+    root: &Path,
+    memory: usize,
+    show_progress: bool,
+) -> Result<Rebuilt> {
     let lock = lock(root).await?;
     let bar = if show_progress {
         let bar = ProgressBar::new(0);
@@ -66,7 +73,7 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
     } else {
         ProgressBar::hidden()
     };
-    reindex_locked(db, root, lock, memory, bar).await
+    reindex_locked(db, sources, root, lock, memory, bar).await
 }
 
 /// [`reindex`] with the lock already taken (the admin endpoint takes it
@@ -74,6 +81,7 @@ pub async fn reindex(db: &Db, root: &Path, memory: usize, show_progress: bool) -
 /// drawn on a terminal by the CLI, hidden and read by the console.
 pub async fn reindex_locked(
     db: &Db,
+    sources: &Sources,
     root: &Path,
     lock: RebuildLock,
     memory: usize,
@@ -90,8 +98,10 @@ pub async fn reindex_locked(
     };
     let (_lock, live) = live;
     let live = live.unwrap_or_default();
-    let expected = outbox::count_rows(db, Kind::Question).await?
-        + outbox::count_rows(db, Kind::Review).await?;
+    let mut expected = 0;
+    for source in sources.iter() {
+        expected += crate::db::rows::count_rows(db, source).await?;
+    }
     bar.set_length(expected.max(0) as u64);
 
     let root = root.to_path_buf();
@@ -116,8 +126,9 @@ pub async fn reindex_locked(
     let (generation, writer) = {
         let root = root.clone();
         let indexing_threads = cores.saturating_sub(analysing).max(1);
+        let sources = sources.clone();
         tokio::task::spawn_blocking(move || -> Result<_> {
-            let generation = create_generation(&root)?;
+            let generation = create_generation(&root, &sources)?;
             let writer = generation.writer_with_threads(memory, indexing_threads)?;
             Ok((generation, writer))
         })
@@ -129,6 +140,7 @@ pub async fn reindex_locked(
     let marker = rebuild_marker(&generation_path);
     let built = build(
         db,
+        sources,
         &marker,
         live,
         &bar,
@@ -331,6 +343,7 @@ async fn from_outbox(db: &Db, after: i64) -> Result<Checkpoint> {
 #[allow(clippy::too_many_arguments)]
 async fn build(
     db: &Db,
+    sources: &Sources,
     marker: &str,
     live: Checkpoint,
     bar: &ProgressBar,
@@ -373,18 +386,19 @@ async fn build(
 
     let mut read_error = None;
     let mut reported = std::time::Instant::now();
-    'kinds: for kind in [Kind::Question, Kind::Review] {
-        let mut after = 0;
+    'kinds: for (source, _) in sources.ids() {
+        let mut after = None;
         loop {
-            let page = match outbox::docs_page(db, kind, after, PAGE).await {
-                Ok(page) => page,
-                Err(e) => {
-                    read_error = Some(e);
-                    break 'kinds;
-                }
-            };
+            let page =
+                match crate::db::rows::docs_page(db, sources, source, after.as_ref(), PAGE).await {
+                    Ok(page) => page,
+                    Err(e) => {
+                        read_error = Some(e);
+                        break 'kinds;
+                    }
+                };
             let Some(last) = page.last() else { break };
-            after = last.id;
+            after = Some(last.key.clone());
             bar.inc(page.len() as u64);
             if tx.send(page).await.is_err() {
                 break 'kinds; // the writer failed; its error is reported below

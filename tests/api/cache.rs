@@ -257,7 +257,7 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
 
 fn answer(watermark: i64) -> Answer {
     let no_hits = serde_json::value::RawValue::from_string("[]".to_owned()).unwrap();
-    Answer::new([1, 0], no_hits, None, watermark, chaja::db::now_ms())
+    Answer::new(vec![1, 0], no_hits, None, watermark, chaja::db::now_ms())
 }
 
 /// Two replicas sharing Redis: when a hot key expires on both, one of them

@@ -75,7 +75,7 @@ async fn insert_questions(app: &TestApp, user: i64, prefix: &str, n: usize) {
 /// scan saw no row would: everything reaches it by replay. Returns its id.
 async fn publish_empty_rebuild(root: std::path::PathBuf) -> u64 {
     tokio::task::spawn_blocking(move || {
-        let generation = chaja::index::create_generation(&root).unwrap();
+        let generation = chaja::index::create_generation(&root, &chaja::sources::Sources::demo()).unwrap();
         generation.writer(32 << 20).unwrap().commit(0).unwrap();
         chaja::index::publish(&root, generation.id).unwrap();
         generation.id
@@ -150,7 +150,7 @@ async fn a_delete_committed_after_a_rebuild_scanned_its_row_is_applied() {
     .await;
     app.create_question(user, "나중글", "본문").await;
     wait_total(&app, "나중글", 1, Duration::from_secs(10)).await;
-    let rebuilt = reindex(app.db(), &app.index_dir(), 32 << 20, false)
+    let rebuilt = reindex(app.db(), app.state.index.sources(), &app.index_dir(), 32 << 20, false)
         .await
         .unwrap();
     wait_for_generation(&app, rebuilt.generation).await;
@@ -225,7 +225,7 @@ async fn a_rebuild_at_an_unchanged_position_replaces_cached_answers(store: Store
         "UPDATE questions SET title = '다시 색인' WHERE id = {q}"
     ))
     .await;
-    let rebuilt = reindex(app.db(), &app.index_dir(), 32 << 20, false)
+    let rebuilt = reindex(app.db(), app.state.index.sources(), &app.index_dir(), 32 << 20, false)
         .await
         .unwrap();
     wait_for_generation(&app, rebuilt.generation).await;
@@ -295,14 +295,14 @@ async fn only_one_reindex_runs_at_a_time(store: Store) {
     let orphan = app.index_dir().join("gen-000999");
     std::fs::create_dir_all(&orphan).unwrap();
     let held = reindex::lock(&app.index_dir()).await.unwrap();
-    let second = reindex(app.db(), &app.index_dir(), 32 << 20, false).await;
+    let second = reindex(app.db(), app.state.index.sources(), &app.index_dir(), 32 << 20, false).await;
     assert!(matches!(second, Err(Error::Conflict(_))), "{second:?}");
     let (status, body) = app
         .send(reqwest::Method::POST, "/api/admin/reindex", Value::Null)
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     drop(held);
-    let rebuilt = reindex(app.db(), &app.index_dir(), 32 << 20, false)
+    let rebuilt = reindex(app.db(), app.state.index.sources(), &app.index_dir(), 32 << 20, false)
         .await
         .unwrap();
     assert!(!orphan.exists(), "the orphan generation was not removed");
@@ -324,7 +324,7 @@ async fn a_rebuild_holds_back_pruning_until_it_is_adopted(store: Store) {
     app.wait_indexed().await;
     // A rebuild for another index directory that no server follows yet.
     let other = tempfile::tempdir().unwrap();
-    let rebuilt = reindex(app.db(), &other.path().join("index"), 32 << 20, false)
+    let rebuilt = reindex(app.db(), app.state.index.sources(), &other.path().join("index"), 32 << 20, false)
         .await
         .unwrap();
     for i in 0..10 {

@@ -76,37 +76,115 @@ pub async fn spawn_app(store: Store) -> TestApp {
 
 /// Like `spawn_app`, with settings changed by `configure`.
 pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)) -> TestApp {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_test_writer()
-        .try_init();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let (url, mysql_database) = match store {
-        Store::Sqlite => (
-            format!(
-                "sqlite://{}?mode=rwc",
-                dir.path().join("chaja.db").display()
+    let database = Database::create(store).await;
+    let mut args = serve_args(&database);
+    configure(&mut args);
+    start(args, database.into_fixture()).await
+}
+
+/// A server mirroring the tables of `schema` (created first, the way the
+/// application that owns them would) as `config_toml` declares, after
+/// `chaja install`.
+pub async fn spawn_app_on_schema(store: Store, schema: &[&str], config_toml: &str) -> TestApp {
+    let database = Database::create(store).await;
+    database.run(schema).await;
+    let path = database.write_config(config_toml);
+    let file = chaja::sources::ConfigFile::load(&path).expect("the test config loads");
+    let db = Db::connect_lazy(&database.url, 1).unwrap();
+    chaja::install::install(&db, &file.sources)
+        .await
+        .expect("chaja install");
+    db.pool.close().await;
+    let mut args = serve_args(&database);
+    args.store.config = Some(path);
+    start(args, database.into_fixture()).await
+}
+
+/// A fresh, empty database (and a temporary directory beside it) that no
+/// server uses yet; the binary tests drive it with `chaja install` and
+/// friends.
+pub struct Database {
+    pub url: String,
+    pub dir: tempfile::TempDir,
+    mysql_database: Option<String>,
+}
+
+impl Database {
+    pub async fn create(store: Store) -> Database {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .with_test_writer()
+            .try_init();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (url, mysql_database) = match store {
+            Store::Sqlite => (
+                format!(
+                    "sqlite://{}?mode=rwc",
+                    dir.path().join("chaja.db").display()
+                ),
+                None,
             ),
-            None,
-        ),
-        Store::MySql => {
-            let name = format!("chaja_t_{:016x}", rand::random::<u64>());
-            let admin = Db::connect_lazy(&format!("{}/test", mysql_server()), 1).unwrap();
-            sqlx::query(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"))
-                .execute(&admin.pool)
-                .await
-                .expect("MariaDB must be running for the tests (see .ci/run)");
-            admin.pool.close().await;
-            (format!("{}/{name}", mysql_server()), Some(name))
+            Store::MySql => {
+                let name = format!("chaja_t_{:016x}", rand::random::<u64>());
+                let admin = Db::connect_lazy(&format!("{}/test", mysql_server()), 1).unwrap();
+                sqlx::query(&format!("CREATE DATABASE {name} CHARACTER SET utf8mb4"))
+                    .execute(&admin.pool)
+                    .await
+                    .expect("MariaDB must be running for the tests (see .ci/run)");
+                admin.pool.close().await;
+                (format!("{}/{name}", mysql_server()), Some(name))
+            }
+        };
+        Database {
+            url,
+            dir,
+            mysql_database,
         }
-    };
-    let mut args = ServeArgs {
+    }
+
+    /// Runs each statement, in order, on one connection.
+    pub async fn run(&self, statements: &[&str]) {
+        let db = Db::connect_lazy(&self.url, 1).unwrap();
+        for statement in statements {
+            sqlx::query(statement)
+                .execute(&db.pool)
+                .await
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+        db.pool.close().await;
+    }
+
+    /// Writes `<dir>/chaja.toml` and returns its path.
+    pub fn write_config(&self, toml: &str) -> PathBuf {
+        let path = self.dir.path().join("chaja.toml");
+        std::fs::write(&path, toml).unwrap();
+        path
+    }
+
+    fn into_fixture(self) -> Fixture {
+        Fixture {
+            dir: self.dir,
+            mysql_database: self.mysql_database,
+        }
+    }
+
+    /// Drops the MySQL database (the directory goes with `self`).
+    pub async fn finish(self) {
+        self.into_fixture().finish().await;
+    }
+}
+
+/// The settings of a test server on `database`: small pools, fast polling,
+/// no Redis.
+fn serve_args(database: &Database) -> ServeArgs {
+    ServeArgs {
         store: StoreArgs {
-            database_url: url,
-            index_dir: dir.path().join("index"),
+            database_url: database.url.clone(),
+            index_dir: database.dir.path().join("index"),
             db_pool: Some(4),
             ko_dic: ko_dic(),
             writer_memory_mb: 32,
+            config: None,
         },
         bind: "127.0.0.1:0".parse().unwrap(),
         redis_url: None,
@@ -126,7 +204,6 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         max_in_flight: 1024,
         max_in_flight_per_client: 0,
         heavy_searches: None,
-        config: None,
         trusted_proxies: Default::default(),
         client_ip_header: Default::default(),
         max_query_chars: 100,
@@ -146,16 +223,7 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
         gap_grace_secs: 60,
         indexer_batch: 2000,
         heal_duplicates: false,
-    };
-    configure(&mut args);
-    start(
-        args,
-        Fixture {
-            dir,
-            mysql_database,
-        },
-    )
-    .await
+    }
 }
 
 async fn start(args: ServeArgs, fixture: Fixture) -> TestApp {
@@ -347,14 +415,29 @@ impl TestApp {
     /// Stops the server and drops the test database.
     pub async fn finish(self) {
         let (_, fixture) = self.stop().await;
-        if let Some(name) = fixture.mysql_database {
+        fixture.finish().await;
+    }
+
+    /// The config file the server was started with.
+    pub fn config_path(&self) -> PathBuf {
+        self.args
+            .store
+            .config
+            .clone()
+            .expect("started with a config file")
+    }
+}
+
+impl Fixture {
+    async fn finish(self) {
+        if let Some(name) = self.mysql_database {
             let admin = Db::connect_lazy(&format!("{}/test", mysql_server()), 1).unwrap();
             sqlx::query(&format!("DROP DATABASE {name}"))
                 .execute(&admin.pool)
                 .await
                 .unwrap();
         }
-        drop(fixture.dir);
+        drop(self.dir);
     }
 }
 

@@ -2,7 +2,7 @@
 //! and reports what it did.
 
 use chaja::config::LoadtestArgs;
-use chaja::seed::{seed, TextSource};
+use chaja::demo::seed::{seed, TextSource};
 
 use crate::helpers::{spawn_app, Store};
 

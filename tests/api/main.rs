@@ -17,3 +17,4 @@ mod property;
 mod scale;
 mod search;
 mod seed;
+mod sources;

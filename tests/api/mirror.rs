@@ -7,7 +7,7 @@ use serde_json::json;
 use chaja::db::outbox;
 use chaja::mirror::reindex::reindex;
 use chaja::mirror::verify::{repair, verify, Problem};
-use chaja::seed::{seed, TextSource};
+use chaja::demo::seed::{seed, TextSource};
 
 use crate::both_stores;
 use crate::helpers::{spawn_app, spawn_app_with, Server, Store};
@@ -157,7 +157,7 @@ async fn reindex_gives_the_same_answers(store: Store) {
     );
     let old_generation = app.state.index.live().id;
 
-    let rebuilt = reindex(app.db(), &app.index_dir(), 32 << 20, false)
+    let rebuilt = reindex(app.db(), app.state.index.sources(), &app.index_dir(), 32 << 20, false)
         .await
         .unwrap();
     assert!(rebuilt.generation > old_generation);
@@ -260,11 +260,11 @@ async fn reindex_under_write_load_ends_equal_to_the_tables(store: Store) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     app.wait_indexed().await;
-    let report = verify(app.db(), app.state.index.live()).await.unwrap();
+    let report = verify(app.db(), app.state.index.sources(), app.state.index.live()).await.unwrap();
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(
         report.docs_in_index,
-        report.questions_in_db + report.reviews_in_db
+        report.rows_in_db.values().sum::<u64>()
     );
     app.finish().await;
 }
@@ -275,7 +275,7 @@ async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
     let user = app.create_user("u").await;
     let kept = app.create_question(user, "검증", "본문").await;
     app.wait_indexed().await;
-    assert!(verify(app.db(), app.state.index.live())
+    assert!(verify(app.db(), app.state.index.sources(), app.state.index.live())
         .await
         .unwrap()
         .is_clean());
@@ -288,7 +288,7 @@ async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
     })
     .await;
     app.wait_indexed().await;
-    let report = verify(app.db(), app.state.index.live()).await.unwrap();
+    let report = verify(app.db(), app.state.index.sources(), app.state.index.live()).await.unwrap();
     let problems: Vec<Problem> = report.drift.iter().map(|d| d.problem).collect();
     assert_eq!(
         (report.missing, report.stale, report.extra),
@@ -304,7 +304,7 @@ async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
 
     assert_eq!(repair(app.db(), &report.drift).await.unwrap(), 2);
     app.wait_indexed().await;
-    assert!(verify(app.db(), app.state.index.live())
+    assert!(verify(app.db(), app.state.index.sources(), app.state.index.live())
         .await
         .unwrap()
         .is_clean());
@@ -439,11 +439,11 @@ async fn kill_9_during_a_write_burst_loses_nothing(store: Store) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let index = chaja::index::SearchIndex::open_or_create(dir.path()).unwrap();
-    let report = verify(app.db(), index.live()).await.unwrap();
+    let index = chaja::index::SearchIndex::open_or_create(dir.path(), app.state.index.sources()).unwrap();
+    let report = verify(app.db(), app.state.index.sources(), index.live()).await.unwrap();
     assert!(report.is_clean(), "{report:?}");
     server.kill();
-    assert_eq!(report.questions_in_db, 1500);
+    assert_eq!(report.rows_in_db["question"], 1500);
     assert_eq!(report.docs_in_index, 1500);
     app.finish().await;
 }

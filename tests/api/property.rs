@@ -7,7 +7,8 @@ use unicode_normalization::UnicodeNormalization;
 
 use chaja::index::search::{search_split, Filter, Request, Sort};
 use chaja::index::{create_generation, Generation};
-use chaja::model::{Doc, Kind};
+use chaja::model::{AttrValue, Doc, Key};
+use chaja::sources::{SourceId, Sources};
 use chaja::text::{parse_query, row_matches};
 
 /// Small alphabets so that random keywords actually occur.
@@ -69,7 +70,7 @@ fn keyword() -> impl Strategy<Value = String> {
 
 fn build(docs: &[Doc], deleted: &[usize]) -> (tempfile::TempDir, Generation) {
     let dir = tempfile::tempdir().unwrap();
-    let generation = create_generation(dir.path()).unwrap();
+    let generation = create_generation(dir.path(), &Sources::demo()).unwrap();
     let mut writer = generation.writer(16 << 20).unwrap();
     // Two commits, so there are two segments and deletes in the first.
     let half = docs.len() / 2;
@@ -81,7 +82,7 @@ fn build(docs: &[Doc], deleted: &[usize]) -> (tempfile::TempDir, Generation) {
         writer.upsert(doc).unwrap();
     }
     for &i in deleted {
-        writer.delete(docs[i].kind, docs[i].id);
+        writer.delete(docs[i].source, &docs[i].key.text());
     }
     writer.commit(2).unwrap();
     generation.reader.reload().unwrap();
@@ -94,14 +95,16 @@ fn sort_strategy() -> impl Strategy<Value = Sort> {
 
 fn filter_strategy() -> impl Strategy<Value = Filter> {
     (
-        prop::option::of(prop::sample::select(vec![Kind::Question, Kind::Review])),
+        prop::option::of(prop::sample::select(vec![0usize, 1])),
         prop::option::of(1i64..3),
         prop::option::of(0i64..10),
         prop::option::of(10i64..20),
     )
-        .prop_map(|(kind, author_id, from, to)| Filter {
-            kind,
-            author_id,
+        .prop_map(|(source, author_id, from, to)| Filter {
+            source: source.map(SourceId::from_index),
+            attributes: author_id
+                .map(|a| vec![("author_id".to_owned(), a.to_string())])
+                .unwrap_or_default(),
             from,
             to,
         })
@@ -124,15 +127,15 @@ proptest! {
             .iter()
             .enumerate()
             .map(|(i, (title, content, at, is_review, author))| Doc {
-                kind: if *is_review { Kind::Review } else { Kind::Question },
-                id: i as i64 + 1,
-                author_id: *author,
-                question_id: is_review.then_some(1),
+                source: SourceId::from_index(usize::from(*is_review)),
+                key: Key::Int(i as i64 + 1),
                 // NFD, as macOS writes it, half the time.
                 title: (!is_review).then(|| if i % 2 == 0 { title.nfd().collect() } else { title.clone() }),
-                content: content.clone(),
+                body: vec![content.clone()],
                 created_at: *at,
-                updated_at: *at,
+                attributes: std::iter::once(("author_id".to_owned(), AttrValue::Int(*author)))
+                    .chain(is_review.then(|| ("question_id".to_owned(), AttrValue::Int(1))))
+                    .collect(),
             })
             .collect();
         let deleted: Vec<usize> = deleted.into_iter().filter(|&i| i < docs.len()).collect();
@@ -150,12 +153,14 @@ proptest! {
                 .enumerate()
                 .filter(|(i, _)| !deleted.contains(i))
                 .map(|(_, d)| d)
-                .filter(|d| row_matches(&keywords, d.title.as_deref().unwrap_or(""), &d.content))
-                .filter(|d| filter.kind.is_none_or(|k| k == d.kind))
-                .filter(|d| filter.author_id.is_none_or(|a| a == d.author_id))
+                .filter(|d| row_matches(&keywords, d.title.as_deref().unwrap_or(""), &d.body[0]))
+                .filter(|d| filter.source.is_none_or(|s| s == d.source))
+                .filter(|d| {
+                    filter.attributes.iter().all(|(_, a)| d.attributes[0].1 == AttrValue::Int(a.parse().unwrap()))
+                })
                 .filter(|d| filter.from.is_none_or(|f| d.created_at >= f))
                 .filter(|d| filter.to.is_none_or(|t| d.created_at <= t))
-                .map(|d| (d.created_at, d.kind.uid(d.id)))
+                .map(|d| (d.created_at, chaja::index::uid(d.source, &d.key)))
                 .collect();
             expected.sort_unstable_by(|a, b| b.cmp(a));
             if sort == Sort::Oldest {
@@ -166,23 +171,23 @@ proptest! {
             let mut after = None;
             loop {
                 let request = Request {
-                    filter,
+                    filter: filter.clone(),
                     sort,
                     after,
                     ..Request::newest_first(keywords.clone(), size)
                 };
                 let response = search_split(&generation, &request, split).unwrap();
                 prop_assert_eq!(response.total, expected.len() as u64, "total for {:?}", q);
-                // By kind: uids of reviews are odd.
-                let reviews = expected.iter().filter(|(_, uid)| uid & 1 == 1).count() as u64;
+                // By source: the uid's low bits.
+                let reviews = expected.iter().filter(|(_, uid)| chaja::index::uid_source(*uid) == 1).count() as u64;
                 prop_assert_eq!(
-                    response.by_kind,
-                    [expected.len() as u64 - reviews, reviews],
-                    "totals by kind for {:?}",
+                    &response.by_source[..2],
+                    &[expected.len() as u64 - reviews, reviews][..],
+                    "totals by source for {:?}",
                     q
                 );
                 prop_assert!(response.hits.len() <= size);
-                walked.extend(response.hits.iter().map(|h| (h.created_at, h.kind.uid(h.id))));
+                walked.extend(response.hits.iter().map(|h| (h.created_at, chaja::index::uid(h.source, &h.key))));
                 match response.hits.last() {
                     Some(last) if response.hits.len() == size => after = Some(last.rank),
                     _ => break,

@@ -204,8 +204,8 @@ function renderVerify(report) {
       `오래됨 ${formatCount(report.stale)}, 중복 ${formatCount(report.duplicate)}`;
   result.textContent = report.at ? `${summary} (${formatDateTime(report.at)})` : summary;
   counts.hidden = false;
-  text('verify-questions', formatCount(report.questions_in_db));
-  text('verify-reviews', formatCount(report.reviews_in_db));
+  text('verify-questions', formatCount(report.rows_in_db?.question));
+  text('verify-reviews', formatCount(report.rows_in_db?.review));
   text('verify-docs', formatCount(report.docs_in_index));
   text('verify-missing', formatCount(report.missing));
   text('verify-extra', formatCount(report.extra));

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use sqlx::Row;
 
-use super::{insert, now_ms, text, Db, Dialect};
+use crate::db::{insert, now_ms, text, Db, Dialect};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

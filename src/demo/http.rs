@@ -10,8 +10,8 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiJson, ApiPath, ApiQuery, AppState};
-use crate::db::platform::{self, Comment, Liked, Parent, Question, Review};
+use super::db::{self as platform, Comment, Liked, Parent, Question, Review};
+use crate::http::{ApiJson, ApiPath, ApiQuery, AppState};
 use crate::error::{Error, ErrorBody, Result};
 
 /// Users' names are not configurable: nothing searches them.

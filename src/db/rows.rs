@@ -1,0 +1,240 @@
+//! Reading a source's rows: by key for the indexer, by pages for rebuilds
+//! and `verify`.
+//!
+//! One query shape serves MySQL, MariaDB and SQLite: names are quoted with
+//! backticks (SQLite accepts them too), and `created_at` is read as text
+//! (`CAST(… AS CHAR)`), which every column type it may have turns into:
+//! `2025-03-01 10:00:00.123456` for DATETIME(6) and TIMESTAMP (read in the
+//! session time zone, set to UTC on connect), digits for epoch columns.
+//! The `Any` driver decodes no date types, and this keeps the conversion in
+//! one place ([`parse_time`]).
+//!
+//! A row that fails the source's `filter` reads as absent, so that the
+//! indexer deletes it: a soft delete leaves the index, an un-delete enters
+//! it again.
+
+use sqlx::{AnyConnection, Row};
+
+use super::{placeholders, text, Db};
+use crate::error::{Error, Result};
+use crate::model::{AttrValue, Doc, Key};
+use crate::sources::{Source, SourceId, Sources, TimeUnit};
+
+/// `name` quoted as an identifier; names are checked to be plain words
+/// (`sources::check`), so no quote can occur in one.
+fn quoted(name: &str) -> String {
+    format!("`{name}`")
+}
+
+/// `SELECT id, created_at, fields…, attributes… FROM table`.
+fn select(source: &Source) -> String {
+    let mut columns = vec![
+        quoted(&source.id),
+        format!("CAST({} AS CHAR)", quoted(&source.created_at)),
+    ];
+    columns.extend(source.fields.iter().map(|f| quoted(f)));
+    columns.extend(source.attributes.iter().map(|a| quoted(a)));
+    format!("SELECT {} FROM {}", columns.join(", "), quoted(&source.table))
+}
+
+/// ` AND (filter)`, or nothing.
+fn visible(source: &Source) -> String {
+    source
+        .filter
+        .as_ref()
+        .map_or_else(String::new, |f| format!(" AND ({f})"))
+}
+
+/// The current, visible rows of `source` among these keys (as the outbox
+/// writes them); a key not returned is deleted or hidden.
+pub async fn load_docs(
+    conn: &mut AnyConnection,
+    sources: &Sources,
+    id: SourceId,
+    keys: &[String],
+) -> Result<Vec<Doc>> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let source = sources.get(id);
+    let mut docs = Vec::with_capacity(keys.len());
+    // Bounded statements: MySQL allows 65,535 placeholders.
+    for chunk in keys.chunks(1000) {
+        let sql = format!(
+            "{} WHERE {} IN ({}){}",
+            select(source),
+            quoted(&source.id),
+            placeholders(chunk.len()),
+            visible(source)
+        );
+        let mut query = sqlx::query(&sql);
+        for key in chunk {
+            query = query.bind(key.as_str());
+        }
+        for row in query.fetch_all(&mut *conn).await? {
+            docs.push(doc_from_row(source, id, &row)?);
+        }
+    }
+    Ok(docs)
+}
+
+/// One keyset page of visible rows with a key above `after`, by key.
+/// Rebuilds stream tables with it; `OFFSET` would rescan everything skipped
+/// on every page.
+pub async fn docs_page(
+    db: &Db,
+    sources: &Sources,
+    id: SourceId,
+    after: Option<&Key>,
+    limit: i64,
+) -> Result<Vec<Doc>> {
+    let source = sources.get(id);
+    let key = quoted(&source.id);
+    let from = if after.is_some() {
+        format!("{key} > ?")
+    } else {
+        "1 = 1".to_owned()
+    };
+    let sql = format!(
+        "{} WHERE {from}{} ORDER BY {key} LIMIT ?",
+        select(source),
+        visible(source)
+    );
+    let mut query = sqlx::query(&sql);
+    match after {
+        Some(Key::Int(i)) => query = query.bind(*i),
+        Some(Key::Str(s)) => query = query.bind(s.clone()),
+        None => {}
+    }
+    let rows = query.bind(limit).fetch_all(&db.pool).await?;
+    rows.iter().map(|r| doc_from_row(source, id, r)).collect()
+}
+
+/// Visible rows of a source.
+pub async fn count_rows(db: &Db, source: &Source) -> Result<i64> {
+    let sql = format!(
+        "SELECT COUNT(*) FROM {} WHERE 1 = 1{}",
+        quoted(&source.table),
+        visible(source)
+    );
+    Ok(sqlx::query_scalar(&sql).fetch_one(&db.pool).await?)
+}
+
+fn doc_from_row(source: &Source, id: SourceId, row: &sqlx::any::AnyRow) -> Result<Doc> {
+    let key = match row.try_get::<i64, _>(0) {
+        Ok(i) => Key::Int(i),
+        Err(_) => Key::Str(text(row, 0)?),
+    };
+    let created = nullable_text(row, 1)?;
+    let parsed = match created.as_deref() {
+        Some(value) => parse_time(value, source),
+        None => Err("created_at is NULL".to_owned()),
+    };
+    let created_at = parsed.unwrap_or_else(|problem| {
+        // Indexed at the epoch rather than lost: it sorts last, and the
+        // log names the row.
+        tracing::warn!(
+            source = source.name,
+            key = key.text(),
+            column = source.created_at,
+            "{problem}; indexing the row with created_at 1970-01-01"
+        );
+        0
+    });
+    let mut texts = Vec::with_capacity(source.fields.len());
+    for i in 0..source.fields.len() {
+        texts.push(nullable_text(row, 2 + i)?);
+    }
+    let (title, body) = if source.has_title() {
+        let mut texts = texts.into_iter();
+        let title = texts.next().flatten();
+        (title, texts.flatten().collect())
+    } else {
+        (None, texts.into_iter().flatten().collect())
+    };
+    let first_attribute = 2 + source.fields.len();
+    let mut attributes = Vec::with_capacity(source.attributes.len());
+    for (i, name) in source.attributes.iter().enumerate() {
+        attributes.push((name.clone(), attribute(row, first_attribute + i)?));
+    }
+    Ok(Doc {
+        source: id,
+        key,
+        title,
+        body,
+        created_at,
+        attributes,
+    })
+}
+
+fn nullable_text(row: &sqlx::any::AnyRow, i: usize) -> Result<Option<String>> {
+    let raw = row.try_get_raw(i)?;
+    if sqlx::ValueRef::is_null(&raw) {
+        return Ok(None);
+    }
+    match row.try_get::<i64, _>(i) {
+        Ok(n) => Ok(Some(n.to_string())),
+        Err(_) => Ok(Some(text(row, i)?)),
+    }
+}
+
+fn attribute(row: &sqlx::any::AnyRow, i: usize) -> Result<AttrValue> {
+    let raw = row.try_get_raw(i)?;
+    if sqlx::ValueRef::is_null(&raw) {
+        return Ok(AttrValue::Null);
+    }
+    if let Ok(n) = row.try_get::<i64, _>(i) {
+        return Ok(AttrValue::Int(n));
+    }
+    if let Ok(f) = row.try_get::<f64, _>(i) {
+        return Ok(AttrValue::Float(f));
+    }
+    text(row, i).map(AttrValue::Str)
+}
+
+/// Epoch milliseconds of a `created_at` value read as text.
+pub fn parse_time(value: &str, source: &Source) -> std::result::Result<i64, String> {
+    let value = value.trim();
+    let integer = value.parse::<i64>().ok();
+    let unit = source.time_unit.unwrap_or(match integer {
+        Some(n) if n.unsigned_abs() < 100_000_000_000 => TimeUnit::Seconds,
+        Some(_) => TimeUnit::Milliseconds,
+        None => TimeUnit::DateTime,
+    });
+    match (unit, integer) {
+        (TimeUnit::Seconds, Some(n)) => Ok(n.saturating_mul(1000)),
+        (TimeUnit::Milliseconds, Some(n)) => Ok(n),
+        (TimeUnit::DateTime, _) => parse_datetime(value, source.timezone.as_ref()),
+        (_, None) => Err(format!(
+            "created_at {value:?} is not an integer, as created_at_unit says"
+        )),
+    }
+}
+
+/// `2025-03-01 10:00:00[.ffffff]` (MySQL, MariaDB, SQLite's usual text),
+/// with a `T` or an offset too: in `timezone` (UTC without one) unless
+/// the value carries its own offset.
+fn parse_datetime(value: &str, timezone: Option<&jiff::tz::TimeZone>) -> std::result::Result<i64, String> {
+    if let Ok(instant) = value.parse::<jiff::Timestamp>() {
+        return Ok(instant.as_millisecond());
+    }
+    let civil: jiff::civil::DateTime = value
+        .parse()
+        .map_err(|e| format!("created_at {value:?} is not a date and time: {e}"))?;
+    let zoned = match timezone {
+        Some(tz) => civil.to_zoned(tz.clone()),
+        None => civil.to_zoned(jiff::tz::TimeZone::UTC),
+    }
+    .map_err(|e| format!("created_at {value:?}: {e}"))?;
+    Ok(zoned.timestamp().as_millisecond())
+}
+
+/// A source as the config names it, for errors.
+pub fn describe(source: &Source) -> String {
+    format!("source {:?} (table `{}`)", source.name, source.table)
+}
+
+/// A configuration problem found in the database.
+pub fn misconfigured(source: &Source, what: impl std::fmt::Display) -> Error {
+    Error::Config(format!("{}: {what}", describe(source)))
+}
