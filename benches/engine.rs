@@ -9,9 +9,9 @@
 
 use std::hint::black_box;
 
+use chaja::demo::seed::Manifest;
 use chaja::index::search::{search, Request};
 use chaja::index::SearchIndex;
-use chaja::demo::seed::Manifest;
 use chaja::text::parse_query;
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -26,7 +26,9 @@ fn engine(c: &mut Criterion) {
     let manifest: Manifest =
         serde_json::from_slice(&std::fs::read(manifest).expect("manifest readable"))
             .expect("manifest parses");
-    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::sources::Sources::demo()).expect("index opens");
+    let index =
+        SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::sources::Sources::demo())
+            .expect("index opens");
     let generation = index.live();
     let mut group = c.benchmark_group("top10_exact_total");
     for (class, word) in manifest.representatives() {

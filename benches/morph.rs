@@ -17,8 +17,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
-use chaja::index::morph::{self, Analyzer};
 use chaja::demo::seed::TextSource;
+use chaja::index::morph::{self, Analyzer};
 use chaja::text::normalize;
 
 fn main() {

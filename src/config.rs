@@ -195,7 +195,6 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
 
-
     /// Redis for the shared cache tier; without it the cache is in-process only.
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,

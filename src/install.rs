@@ -282,14 +282,36 @@ async fn table_columns(db: &Db, table: &str) -> Result<Vec<(String, String)>> {
 /// Column types each role accepts (MySQL's `DATA_TYPE`; SQLite's declared
 /// types are free text, so only existence is checked there).
 const KEY_TYPES: &[&str] = &[
-    "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "char", "varchar", "binary",
+    "tinyint",
+    "smallint",
+    "mediumint",
+    "int",
+    "integer",
+    "bigint",
+    "char",
+    "varchar",
+    "binary",
     "varbinary",
 ];
 const TIME_TYPES: &[&str] = &[
-    "datetime", "timestamp", "date", "int", "integer", "bigint", "mediumint",
+    "datetime",
+    "timestamp",
+    "date",
+    "int",
+    "integer",
+    "bigint",
+    "mediumint",
 ];
 const TEXT_TYPES: &[&str] = &[
-    "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json", "enum", "set",
+    "char",
+    "varchar",
+    "tinytext",
+    "text",
+    "mediumtext",
+    "longtext",
+    "json",
+    "enum",
+    "set",
 ];
 
 /// A source's table, columns, their types and its filter, against the
@@ -326,7 +348,11 @@ pub async fn check_source(db: &Db, source: &Source) -> Result<()> {
     if db.dialect == Dialect::MySql {
         let roles = [
             ("id", std::slice::from_ref(&source.id), KEY_TYPES),
-            ("created_at", std::slice::from_ref(&source.created_at), TIME_TYPES),
+            (
+                "created_at",
+                std::slice::from_ref(&source.created_at),
+                TIME_TYPES,
+            ),
             ("fields", source.fields.as_slice(), TEXT_TYPES),
         ];
         for (role, names, accepted) in roles {
@@ -390,7 +416,10 @@ mod tests {
     #[test]
     fn mysql_triggers_are_single_statements() {
         let script = script(Dialect::MySql, &Sources::demo());
-        let triggers: Vec<&String> = script.iter().filter(|s| s.starts_with("CREATE TRIGGER")).collect();
+        let triggers: Vec<&String> = script
+            .iter()
+            .filter(|s| s.starts_with("CREATE TRIGGER"))
+            .collect();
         assert_eq!(triggers.len(), 6);
         for t in triggers {
             assert!(!t.contains("BEGIN") && !t.contains("IF NOT EXISTS"), "{t}");

@@ -195,7 +195,12 @@ impl Sources {
             timezone: None,
         };
         let sources = Sources::new(vec![
-            config("question", "questions", &["title", "content"], &["author_id"]),
+            config(
+                "question",
+                "questions",
+                &["title", "content"],
+                &["author_id"],
+            ),
             config(
                 "review",
                 "reviews",
@@ -253,7 +258,9 @@ impl Sources {
 
     /// Whether some source keeps attribute `name`.
     pub fn has_attribute(&self, name: &str) -> bool {
-        self.list.iter().any(|s| s.attributes.iter().any(|a| a == name))
+        self.list
+            .iter()
+            .any(|s| s.attributes.iter().any(|a| a == name))
     }
 
     /// What an index built for these sources records, one line per source:
@@ -337,7 +344,10 @@ mod tests {
     fn no_source_means_the_demo() {
         let file = ConfigFile::parse("[synonyms]\ngroups = [[\"a\", \"b\"]]").unwrap();
         assert!(file.sources.is_demo());
-        assert_eq!(file.sources.names().collect::<Vec<_>>(), ["question", "review"]);
+        assert_eq!(
+            file.sources.names().collect::<Vec<_>>(),
+            ["question", "review"]
+        );
     }
 
     #[test]
@@ -371,13 +381,18 @@ mod tests {
             )
         };
         let err = ConfigFile::parse(&source("attributes = [\"a; DROP TABLE x\"]")).unwrap_err();
-        assert!(err.contains("\"post\"") && err.contains("a; DROP TABLE x"), "{err}");
+        assert!(
+            err.contains("\"post\"") && err.contains("a; DROP TABLE x"),
+            "{err}"
+        );
         let err = ConfigFile::parse(&source("timezone = \"Mars/Olympus\"")).unwrap_err();
         assert!(err.contains("Mars/Olympus"), "{err}");
         let err = ConfigFile::parse(&source("filter = \"1); DELETE FROM post\"")).unwrap_err();
         assert!(err.contains("filter"), "{err}");
         let twice = format!("{}\n{}", source(""), source(""));
-        assert!(ConfigFile::parse(&twice).unwrap_err().contains("two sources"));
+        assert!(ConfigFile::parse(&twice)
+            .unwrap_err()
+            .contains("two sources"));
         assert!(ConfigFile::parse(&source("colour = \"red\"")).is_err());
     }
 }

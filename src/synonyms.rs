@@ -118,7 +118,8 @@ mod tests {
         assert!(
             Synonyms::new(&[vec!["a".into(), "b".into()], vec!["b".into(), "c".into()]]).is_err()
         );
-        let file = crate::sources::ConfigFile::parse("[synonyms]\ngroups = [[\"a\", \"b\"]]").unwrap();
+        let file =
+            crate::sources::ConfigFile::parse("[synonyms]\ngroups = [[\"a\", \"b\"]]").unwrap();
         assert_eq!(file.synonyms.groups, [["a", "b"]]);
         assert!(crate::sources::ConfigFile::parse("[sources]\nx = 1").is_err());
     }

@@ -34,7 +34,11 @@ fn select(source: &Source) -> String {
     ];
     columns.extend(source.fields.iter().map(|f| quoted(f)));
     columns.extend(source.attributes.iter().map(|a| quoted(a)));
-    format!("SELECT {} FROM {}", columns.join(", "), quoted(&source.table))
+    format!(
+        "SELECT {} FROM {}",
+        columns.join(", "),
+        quoted(&source.table)
+    )
 }
 
 /// ` AND (filter)`, or nothing.
@@ -214,7 +218,10 @@ pub fn parse_time(value: &str, source: &Source) -> std::result::Result<i64, Stri
 /// `2025-03-01 10:00:00[.ffffff]` (MySQL, MariaDB, SQLite's usual text),
 /// with a `T` or an offset too: in `timezone` (UTC without one) unless
 /// the value carries its own offset.
-fn parse_datetime(value: &str, timezone: Option<&jiff::tz::TimeZone>) -> std::result::Result<i64, String> {
+fn parse_datetime(
+    value: &str,
+    timezone: Option<&jiff::tz::TimeZone>,
+) -> std::result::Result<i64, String> {
     if let Ok(instant) = value.parse::<jiff::Timestamp>() {
         return Ok(instant.as_millisecond());
     }

@@ -11,8 +11,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::db::{self as platform, Comment, Liked, Parent, Question, Review};
-use crate::http::{ApiJson, ApiPath, ApiQuery, AppState};
 use crate::error::{Error, ErrorBody, Result};
+use crate::http::{ApiJson, ApiPath, ApiQuery, AppState};
 
 /// Users' names are not configurable: nothing searches them.
 pub const MAX_NAME_CHARS: usize = 100;

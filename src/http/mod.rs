@@ -84,7 +84,11 @@ pub struct ApiDoc;
 /// operation the errors the layers around the handlers answer with (keys,
 /// the rate limit, timeouts and overload, body size), so that a client or
 /// a fuzzer reading the document expects what it gets.
-fn document(api: utoipa::openapi::OpenApi, limits: &InputLimits) -> serde_json::Value {
+fn document(
+    api: utoipa::openapi::OpenApi,
+    limits: &InputLimits,
+    sources: &crate::sources::Sources,
+) -> serde_json::Value {
     use serde_json::{json, Value};
     let mut doc = serde_json::to_value(api).expect("the OpenAPI document serializes");
     let error = |description: &str| {
@@ -120,6 +124,13 @@ fn document(api: utoipa::openapi::OpenApi, limits: &InputLimits) -> serde_json::
                         };
                         if let Some((keyword, value)) = bound {
                             parameter["schema"][keyword] = json!(value);
+                        }
+                        // The configured sources, so that a client (or a
+                        // fuzzer) knows every `type` there is.
+                        if path == "/api/search" && parameter["name"] == "type" {
+                            let mut types: Vec<&str> = sources.names().collect();
+                            types.push("all");
+                            parameter["schema"] = json!({ "type": "string", "enum": types });
                         }
                     }
                 }
@@ -252,7 +263,7 @@ pub fn router(state: AppState, limits: &Limits, extra: OpenApiRouter<AppState>) 
         limits.in_flight_per_client,
     );
     let (routes, api) = api(extra).split_for_parts();
-    let api = document(api, &state.input);
+    let api = document(api, &state.input, state.index.sources());
     routes
         // The reference page (Swagger UI, vendored in the binary) over the
         // document as served, limits included.

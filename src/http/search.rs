@@ -330,11 +330,15 @@ pub fn to_request(
             ));
         }
         if value.chars().count() > MAX_ATTRIBUTE_CHARS
-            || value.chars().any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER)
+            || value
+                .chars()
+                .any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER)
         {
             return Err(bad(
                 "invalid_attribute",
-                format!("attr.{name} must be at most {MAX_ATTRIBUTE_CHARS} characters of valid text"),
+                format!(
+                    "attr.{name} must be at most {MAX_ATTRIBUTE_CHARS} characters of valid text"
+                ),
             ));
         }
     }

@@ -748,7 +748,11 @@ mod tests {
         let response = search(&generation, &request).unwrap();
         assert_eq!(response.total, 4);
         assert_eq!(
-            response.hits.iter().map(|h| h.key.clone()).collect::<Vec<_>>(),
+            response
+                .hits
+                .iter()
+                .map(|h| h.key.clone())
+                .collect::<Vec<_>>(),
             [crate::model::Key::Int(5), crate::model::Key::Int(4)]
         );
     }

@@ -289,8 +289,7 @@ async fn load_into(
     for (source, keys) in keys {
         let keys: Vec<String> = keys.into_iter().collect();
         let docs = crate::db::rows::load_docs(conn, sources, source, &keys).await?;
-        let mut docs: BTreeMap<String, Doc> =
-            docs.into_iter().map(|d| (d.key.text(), d)).collect();
+        let mut docs: BTreeMap<String, Doc> = docs.into_iter().map(|d| (d.key.text(), d)).collect();
         for key in keys {
             let doc = docs.remove(&key);
             work.push((source, key, doc));
@@ -632,7 +631,8 @@ impl Indexer {
                 // Beside the loop: the live generation keeps following the
                 // outbox, and the rebuild is caught up before the swap.
                 *rebuilding = Some(tokio::spawn(async move {
-                    match crate::mirror::reindex::reindex(&db, &sources, &root, memory, false).await {
+                    match crate::mirror::reindex::reindex(&db, &sources, &root, memory, false).await
+                    {
                         Ok(_) => {}
                         Err(Error::Conflict(_)) => {
                             tracing::info!("a reindex is already running; adopting its result")

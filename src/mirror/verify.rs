@@ -146,9 +146,7 @@ pub async fn verify(
             for (key, digest) in digests {
                 match entries.remove(&key) {
                     None => report.add(sources, &key, Problem::Missing),
-                    Some(indexed) if indexed != digest => {
-                        report.add(sources, &key, Problem::Stale)
-                    }
+                    Some(indexed) if indexed != digest => report.add(sources, &key, Problem::Stale),
                     Some(_) => {}
                 }
             }

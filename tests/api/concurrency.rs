@@ -75,7 +75,8 @@ async fn insert_questions(app: &TestApp, user: i64, prefix: &str, n: usize) {
 /// scan saw no row would: everything reaches it by replay. Returns its id.
 async fn publish_empty_rebuild(root: std::path::PathBuf) -> u64 {
     tokio::task::spawn_blocking(move || {
-        let generation = chaja::index::create_generation(&root, &chaja::sources::Sources::demo()).unwrap();
+        let generation =
+            chaja::index::create_generation(&root, &chaja::sources::Sources::demo()).unwrap();
         generation.writer(32 << 20).unwrap().commit(0).unwrap();
         chaja::index::publish(&root, generation.id).unwrap();
         generation.id
@@ -150,9 +151,15 @@ async fn a_delete_committed_after_a_rebuild_scanned_its_row_is_applied() {
     .await;
     app.create_question(user, "나중글", "본문").await;
     wait_total(&app, "나중글", 1, Duration::from_secs(10)).await;
-    let rebuilt = reindex(app.db(), app.state.index.sources(), &app.index_dir(), 32 << 20, false)
-        .await
-        .unwrap();
+    let rebuilt = reindex(
+        app.db(),
+        app.state.index.sources(),
+        &app.index_dir(),
+        32 << 20,
+        false,
+    )
+    .await
+    .unwrap();
     wait_for_generation(&app, rebuilt.generation).await;
     assert_eq!(app.search("삭제대상", "").await["total"], 1);
     exec(&mut deleting, "COMMIT").await;
@@ -220,14 +227,20 @@ async fn a_rebuild_at_an_unchanged_position_replaces_cached_answers(store: Store
     app.wait_indexed().await;
     assert_eq!(app.search("재색인", "").await["total"], 1);
     assert_eq!(app.search("재색인", "").await["cache"]["hit"], true);
-    app.sql("DROP TRIGGER questions_outbox_update").await;
+    app.sql("DROP TRIGGER chaja_question_update").await;
     app.sql(&format!(
         "UPDATE questions SET title = '다시 색인' WHERE id = {q}"
     ))
     .await;
-    let rebuilt = reindex(app.db(), app.state.index.sources(), &app.index_dir(), 32 << 20, false)
-        .await
-        .unwrap();
+    let rebuilt = reindex(
+        app.db(),
+        app.state.index.sources(),
+        &app.index_dir(),
+        32 << 20,
+        false,
+    )
+    .await
+    .unwrap();
     wait_for_generation(&app, rebuilt.generation).await;
     let after = app.search("재색인", "").await;
     assert_eq!(after["total"], 0, "{after}");
@@ -278,8 +291,10 @@ async fn an_outbox_rewound_below_the_index_is_detected_and_rebuilt(store: Store)
 /// read again forever.
 async fn unknown_outbox_rows_are_skipped(store: Store) {
     let app = spawn_app_with(store, |_| {}).await;
-    app.sql("INSERT INTO search_outbox (entity_type, entity_id, op) VALUES ('bogus', 1, 'upsert')")
-        .await;
+    app.sql(
+        "INSERT INTO search_outbox (entity_type, entity_key, op) VALUES ('bogus', '1', 'upsert')",
+    )
+    .await;
     app.wait_indexed().await;
     app.finish().await;
 }
@@ -295,16 +310,29 @@ async fn only_one_reindex_runs_at_a_time(store: Store) {
     let orphan = app.index_dir().join("gen-000999");
     std::fs::create_dir_all(&orphan).unwrap();
     let held = reindex::lock(&app.index_dir()).await.unwrap();
-    let second = reindex(app.db(), app.state.index.sources(), &app.index_dir(), 32 << 20, false).await;
+    let second = reindex(
+        app.db(),
+        app.state.index.sources(),
+        &app.index_dir(),
+        32 << 20,
+        false,
+    )
+    .await;
     assert!(matches!(second, Err(Error::Conflict(_))), "{second:?}");
     let (status, body) = app
         .send(reqwest::Method::POST, "/api/admin/reindex", Value::Null)
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     drop(held);
-    let rebuilt = reindex(app.db(), app.state.index.sources(), &app.index_dir(), 32 << 20, false)
-        .await
-        .unwrap();
+    let rebuilt = reindex(
+        app.db(),
+        app.state.index.sources(),
+        &app.index_dir(),
+        32 << 20,
+        false,
+    )
+    .await
+    .unwrap();
     assert!(!orphan.exists(), "the orphan generation was not removed");
     wait_for_generation(&app, rebuilt.generation).await;
     assert_eq!(app.search("잠금", "").await["total"], 1);
@@ -324,9 +352,15 @@ async fn a_rebuild_holds_back_pruning_until_it_is_adopted(store: Store) {
     app.wait_indexed().await;
     // A rebuild for another index directory that no server follows yet.
     let other = tempfile::tempdir().unwrap();
-    let rebuilt = reindex(app.db(), app.state.index.sources(), &other.path().join("index"), 32 << 20, false)
-        .await
-        .unwrap();
+    let rebuilt = reindex(
+        app.db(),
+        app.state.index.sources(),
+        &other.path().join("index"),
+        32 << 20,
+        false,
+    )
+    .await
+    .unwrap();
     for i in 0..10 {
         app.create_question(user, &format!("보류 {i}"), "본문")
             .await;

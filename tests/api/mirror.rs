@@ -5,9 +5,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use chaja::db::outbox;
+use chaja::demo::seed::{seed, TextSource};
 use chaja::mirror::reindex::reindex;
 use chaja::mirror::verify::{repair, verify, Problem};
-use chaja::demo::seed::{seed, TextSource};
 
 use crate::both_stores;
 use crate::helpers::{spawn_app, spawn_app_with, Server, Store};
@@ -157,9 +157,15 @@ async fn reindex_gives_the_same_answers(store: Store) {
     );
     let old_generation = app.state.index.live().id;
 
-    let rebuilt = reindex(app.db(), app.state.index.sources(), &app.index_dir(), 32 << 20, false)
-        .await
-        .unwrap();
+    let rebuilt = reindex(
+        app.db(),
+        app.state.index.sources(),
+        &app.index_dir(),
+        32 << 20,
+        false,
+    )
+    .await
+    .unwrap();
     assert!(rebuilt.generation > old_generation);
     // The running server switches to the new generation by itself.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -260,7 +266,9 @@ async fn reindex_under_write_load_ends_equal_to_the_tables(store: Store) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     app.wait_indexed().await;
-    let report = verify(app.db(), app.state.index.sources(), app.state.index.live()).await.unwrap();
+    let report = verify(app.db(), app.state.index.sources(), app.state.index.live())
+        .await
+        .unwrap();
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(
         report.docs_in_index,
@@ -275,20 +283,26 @@ async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
     let user = app.create_user("u").await;
     let kept = app.create_question(user, "검증", "본문").await;
     app.wait_indexed().await;
-    assert!(verify(app.db(), app.state.index.sources(), app.state.index.live())
-        .await
-        .unwrap()
-        .is_clean());
+    assert!(
+        verify(app.db(), app.state.index.sources(), app.state.index.live())
+            .await
+            .unwrap()
+            .is_clean()
+    );
 
     // While no indexer runs, a row is written and its outbox entry lost.
     let app = app.restart_with(move |app| async move {
         app.sql("INSERT INTO questions (author_id, title, content) VALUES (1, '잃어버린 행', '본문')").await;
-        app.sql(&format!("UPDATE questions SET updated_at = updated_at + 5 WHERE id = {kept}")).await;
+        // Another program's plain UPDATE: the content changes, `updated_at`
+        // does not; verify compares content.
+        app.sql(&format!("UPDATE questions SET content = '다른 본문' WHERE id = {kept}")).await;
         app.sql("DELETE FROM search_outbox WHERE seq > (SELECT m FROM (SELECT MAX(seq) - 2 AS m FROM search_outbox) t)").await;
     })
     .await;
     app.wait_indexed().await;
-    let report = verify(app.db(), app.state.index.sources(), app.state.index.live()).await.unwrap();
+    let report = verify(app.db(), app.state.index.sources(), app.state.index.live())
+        .await
+        .unwrap();
     let problems: Vec<Problem> = report.drift.iter().map(|d| d.problem).collect();
     assert_eq!(
         (report.missing, report.stale, report.extra),
@@ -304,10 +318,12 @@ async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
 
     assert_eq!(repair(app.db(), &report.drift).await.unwrap(), 2);
     app.wait_indexed().await;
-    assert!(verify(app.db(), app.state.index.sources(), app.state.index.live())
-        .await
-        .unwrap()
-        .is_clean());
+    assert!(
+        verify(app.db(), app.state.index.sources(), app.state.index.live())
+            .await
+            .unwrap()
+            .is_clean()
+    );
     assert_eq!(app.search("잃어버린", "").await["total"], 1);
     app.finish().await;
 }
@@ -439,8 +455,11 @@ async fn kill_9_during_a_write_burst_loses_nothing(store: Store) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let index = chaja::index::SearchIndex::open_or_create(dir.path(), app.state.index.sources()).unwrap();
-    let report = verify(app.db(), app.state.index.sources(), index.live()).await.unwrap();
+    let index =
+        chaja::index::SearchIndex::open_or_create(dir.path(), app.state.index.sources()).unwrap();
+    let report = verify(app.db(), app.state.index.sources(), index.live())
+        .await
+        .unwrap();
     assert!(report.is_clean(), "{report:?}");
     server.kill();
     assert_eq!(report.rows_in_db["question"], 1500);

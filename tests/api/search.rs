@@ -529,7 +529,8 @@ async fn synonyms_widen_a_keyword_to_the_union_of_its_forms(store: Store) {
         "[synonyms]\ngroups = [[\"k8s\", \"쿠버네티스\", \"kubernetes\"], [\"스프링부트\", \"스프링 부트\", \"spring boot\"]]\n",
     )
     .unwrap();
-    let app = crate::helpers::spawn_app_with(store, |a| a.store.config = Some(config.clone())).await;
+    let app =
+        crate::helpers::spawn_app_with(store, |a| a.store.config = Some(config.clone())).await;
     let user = app.create_user("u").await;
     let rows = [
         ("k8s 배포", "본문"),
