@@ -717,6 +717,28 @@ mod tests {
         assert_eq!(generation.num_docs(), 500);
     }
 
+    /// An index built for other sources is refused with a message that
+    /// says what to run: documents store their source's position, so
+    /// reading them under another list would mislabel every hit.
+    #[test]
+    fn an_index_of_other_sources_says_to_reindex() {
+        let dir = tempfile::tempdir().unwrap();
+        SearchIndex::open_or_create(dir.path(), &Sources::demo()).unwrap();
+        let renamed = crate::sources::ConfigFile::parse(
+            "[[source]]\nname = \"post\"\ntable = \"questions\"\nid = \"id\"\ncreated_at = \"created_at\"\nfields = [\"title\", \"content\"]",
+        )
+        .unwrap();
+        let err = SearchIndex::open_or_create(dir.path(), &renamed.sources)
+            .err()
+            .expect("another list of sources is refused")
+            .to_string();
+        assert!(
+            err.contains("chaja reindex") && err.contains("post"),
+            "{err}"
+        );
+        SearchIndex::open_or_create(dir.path(), &Sources::demo()).unwrap();
+    }
+
     /// Per-segment totals are reused only while the segment's deletes stay
     /// the same: after a delete the total is counted again.
     #[test]

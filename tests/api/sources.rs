@@ -22,6 +22,8 @@ both_stores!(
     a_missing_column_installs_nothing_and_names_it,
     serve_without_install_says_to_run_chaja_install,
     a_config_with_sources_serves_no_demo_tables_or_routes,
+    reindex_and_verify_work_per_source,
+    a_changed_key_leaves_the_old_one_behind,
 );
 
 /// A Q&A site's two tables: questions are soft-deleted and can be hidden
@@ -739,5 +741,96 @@ async fn a_config_with_sources_serves_no_demo_tables_or_routes(store: Store) {
     }
     // Search itself is served.
     assert_eq!(app.search("데모", "").await["total"], 0);
+    app.finish().await;
+}
+
+/// A rebuild reads every source (with its filter), and `verify` compares
+/// content: a plain UPDATE the triggers never saw is stale, though no
+/// `updated_at` moved, and `--repair` brings it back through the outbox.
+async fn reindex_and_verify_work_per_source(store: Store) {
+    let app = spawn_app_on_schema(store, qa_schema(store), QA_CONFIG).await;
+    app.sql(
+        "INSERT INTO question (member_id, title, body, created_at, deleted_at) VALUES \
+         (7, '인덱스 질문', '재색인 본문', '2025-03-01 10:00:00.000000', NULL), \
+         (8, '숨은 질문', '재색인 숨김', '2025-03-02 10:00:00.000000', '2025-03-03 00:00:00.000000')",
+    )
+    .await;
+    app.sql(
+        "INSERT INTO answer (question_id, member_id, body, created_at) VALUES \
+         (1, 9, '재색인 답변', '2025-03-04 10:00:00.000000')",
+    )
+    .await;
+    app.wait_indexed().await;
+    let sources = app.state.index.sources().clone();
+    let old = app.state.index.live().id;
+    let rebuilt =
+        chaja::mirror::reindex::reindex(app.db(), &sources, &app.index_dir(), 32 << 20, false)
+            .await
+            .unwrap();
+    // One visible question and one answer; the soft-deleted row is not read.
+    assert_eq!(rebuilt.docs, 2, "{rebuilt:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while app.state.index.live().id == old {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rebuild was not swapped in"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        keys(&app.search("재색인", "").await),
+        [answer(1), question(1)]
+    );
+
+    let report = chaja::mirror::verify::verify(app.db(), &sources, app.state.index.live())
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.rows_in_db["question"], 1);
+    assert_eq!(report.rows_in_db["answer"], 1);
+
+    // Another program changes a row while the trigger is gone.
+    app.sql("DROP TRIGGER chaja_answer_update").await;
+    app.sql("UPDATE answer SET body = '바뀐 답변' WHERE id = 1")
+        .await;
+    let report = chaja::mirror::verify::verify(app.db(), &sources, app.state.index.live())
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.stale, report.missing, report.extra),
+        (1, 0, 0),
+        "{report:?}"
+    );
+    assert_eq!(report.drift[0].source, "answer");
+    assert_eq!(report.drift[0].id, "1");
+    chaja::mirror::verify::repair(app.db(), &report.drift)
+        .await
+        .unwrap();
+    app.wait_indexed().await;
+    assert_eq!(keys(&app.search("바뀐 답변", "").await), [answer(1)]);
+    assert_eq!(keys(&app.search("재색인", "").await), [question(1)]);
+    assert!(
+        chaja::mirror::verify::verify(app.db(), &sources, app.state.index.live())
+            .await
+            .unwrap()
+            .is_clean()
+    );
+    app.finish().await;
+}
+
+/// An UPDATE of the key itself: the row now lives under the new key, and
+/// the old key must leave the index (the update trigger records both).
+async fn a_changed_key_leaves_the_old_one_behind(store: Store) {
+    let app = spawn_app_on_schema(store, qa_schema(store), QA_CONFIG).await;
+    app.sql(
+        "INSERT INTO question (member_id, title, body, created_at) VALUES \
+         (7, '키 변경', '본문', '2025-03-01 10:00:00.000000')",
+    )
+    .await;
+    app.wait_indexed().await;
+    assert_eq!(keys(&app.search("키 변경", "").await), [question(1)]);
+    app.sql("UPDATE question SET id = 40 WHERE id = 1").await;
+    app.wait_indexed().await;
+    assert_eq!(keys(&app.search("키 변경", "").await), [question(40)]);
     app.finish().await;
 }
