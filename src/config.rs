@@ -271,11 +271,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CHAJA_MAX_DEPTH", default_value_t = 10_000)]
     pub max_depth: usize,
 
-    /// Longest question title, in characters.
+    /// Longest title a write of the demo platform may carry, in characters.
     #[arg(long, env = "CHAJA_MAX_TITLE_CHARS", default_value_t = 200)]
     pub max_title_chars: usize,
 
-    /// Longest question, review or comment body, in characters.
+    /// Longest body a write of the demo platform may carry, in characters.
     #[arg(long, env = "CHAJA_MAX_CONTENT_CHARS", default_value_t = 20_000)]
     pub max_content_chars: usize,
 

@@ -7,9 +7,11 @@
 //!   other forms of each, [`index::search`] runs it on the
 //!   live index generation on a blocking thread and builds snippets from
 //!   stored text. A search never takes a database connection.
-//! - **Mirror flow** — the database ([`db`]) is the source of truth; triggers
-//!   write every change of a question or review to `search_outbox`.
-//!   [`mirror::indexer`] tails the outbox, loads the current rows and upserts
+//! - **Mirror flow** — the database ([`db`]) is the source of truth. The
+//!   tables mirrored are the configured [`sources`]; triggers ([`install`])
+//!   write every change of one of their rows to `search_outbox`.
+//!   [`mirror::indexer`] tails the outbox, loads the current rows
+//!   ([`db::rows`]) and upserts
 //!   them into the index ([`index`]), committing the applied outbox position
 //!   in the commit payload. [`mirror::reindex`] rebuilds a new generation from
 //!   the tables beside the live one and publishes it atomically.
@@ -23,8 +25,13 @@
 //!
 //! Around them: [`config`] (every setting, one clap struct), [`error`] (the
 //! one error type and its JSON body), [`app`] (wiring and shutdown),
-//! [`model`] (the rows), [`seed`] (generated data), [`loadtest`] (the load
-//! test users run against chaja), [`telemetry`] (logs).
+//! [`model`] (the rows), [`loadtest`] (the load test users run against
+//! chaja), [`telemetry`] (logs).
+//!
+//! [`demo`] is the built-in question/review platform: one configuration of
+//! sources, with its own tables, CRUD routes and generated data
+//! ([`demo::seed`]). Nothing above imports it; [`app`] mounts its routes
+//! when no `[[source]]` is configured.
 
 pub mod app;
 pub mod cache;

@@ -160,27 +160,41 @@ fn document(
             }
         }
     }
+    // Request bodies (the demo's writes) with a `title` or `content`
+    // string get the configured write limits, whatever the schema is
+    // called. Only request bodies: a hit's title is HTML and may be longer.
+    let bodies: Vec<String> = doc["paths"]
+        .as_object()
+        .into_iter()
+        .flat_map(|paths| paths.values())
+        .filter_map(Value::as_object)
+        .flat_map(|item| item.values())
+        .filter_map(|operation| {
+            operation
+                .pointer("/requestBody/content/application~1json/schema/$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/components/schemas/"))
+                .map(str::to_owned)
+        })
+        .collect();
     let Some(schemas) = doc
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
     else {
         return doc;
     };
-    for (schema, field, max) in [
-        ("NewQuestion", "title", limits.max_title_chars),
-        ("QuestionEdit", "title", limits.max_title_chars),
-        ("NewQuestion", "content", limits.max_content_chars),
-        ("QuestionEdit", "content", limits.max_content_chars),
-        ("NewReview", "content", limits.max_content_chars),
-        ("ReviewEdit", "content", limits.max_content_chars),
-        ("NewComment", "content", limits.max_content_chars),
-    ] {
-        let property = schemas
-            .get_mut(schema)
-            .and_then(|s| s.pointer_mut(&format!("/properties/{field}")))
-            .and_then(Value::as_object_mut);
-        if let Some(property) = property {
-            property.insert("maxLength".to_owned(), Value::from(max));
+    for (_, schema) in schemas.iter_mut().filter(|(name, _)| bodies.contains(name)) {
+        for (field, max) in [
+            ("title", limits.max_title_chars),
+            ("content", limits.max_content_chars),
+        ] {
+            let property = schema
+                .pointer_mut(&format!("/properties/{field}"))
+                .and_then(Value::as_object_mut)
+                .filter(|p| p.get("type") == Some(&Value::from("string")));
+            if let Some(property) = property {
+                property.insert("maxLength".to_owned(), Value::from(max));
+            }
         }
     }
     doc

@@ -357,8 +357,8 @@ mod tests {
         assert_eq!(scope(&get, "/api/search"), Scope::Search);
         assert_eq!(scope(&get, "/api/search/trending"), Scope::Search);
         assert_eq!(scope(&get, "/api/suggest"), Scope::Search);
-        assert_eq!(scope(&post, "/api/questions"), Scope::Write);
-        assert_eq!(scope(&get, "/api/questions/1"), Scope::Public);
+        assert_eq!(scope(&post, "/api/things"), Scope::Write);
+        assert_eq!(scope(&get, "/api/things/1"), Scope::Public);
         assert_eq!(scope(&post, "/api/admin/reindex"), Scope::Admin);
         assert_eq!(scope(&get, "/metrics"), Scope::Admin);
         assert_eq!(scope(&get, "/readyz"), Scope::Public);

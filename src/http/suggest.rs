@@ -35,7 +35,7 @@ pub struct SuggestResponse {
     pub suggestions: Vec<Suggestion>,
 }
 
-/// Completions from question titles and popular searches, most popular first.
+/// Completions from titles and popular searches, most popular first.
 #[utoipa::path(get, path = "/api/suggest", tag = "search", params(SuggestParams), responses((status = 200, body = SuggestResponse), (status = 400, description = "empty or too long q, bad limit", body = ErrorBody)))]
 async fn suggest_handler(
     State(state): State<AppState>,

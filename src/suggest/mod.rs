@@ -1,5 +1,5 @@
 //! As-you-type suggestions: completions of what is being typed, from the
-//! words of question titles and from what people search, most popular
+//! words of titles and from what people search, most popular
 //! first.
 //!
 //! Candidates are the terms of the `title_morph` field (content morphemes
