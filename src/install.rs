@@ -170,6 +170,13 @@ pub async fn install(db: &Db, sources: &Sources) -> Result<()> {
     for source in sources.iter() {
         check_source(db, source).await?;
     }
+    // chaja's tables this install adds, to take back if a trigger fails.
+    let mut new_tables = Vec::new();
+    for table in TABLES {
+        if table_columns(db, table).await?.is_empty() {
+            new_tables.push(table);
+        }
+    }
     for statement in tables_sql(db.dialect) {
         sqlx::raw_sql(&statement).execute(&db.pool).await?;
     }
@@ -189,6 +196,11 @@ pub async fn install(db: &Db, sources: &Sources) -> Result<()> {
                 // changes and silently miss others.
                 for name in &created {
                     let _ = sqlx::raw_sql(&format!("DROP TRIGGER IF EXISTS `{name}`"))
+                        .execute(&db.pool)
+                        .await;
+                }
+                for table in &new_tables {
+                    let _ = sqlx::raw_sql(&format!("DROP TABLE IF EXISTS {table}"))
                         .execute(&db.pool)
                         .await;
                 }

@@ -581,6 +581,23 @@ impl PrivateMariaDb {
         }
     }
 
+    /// A server with a binary log and its grants on, started: MySQL 8's and
+    /// MariaDB's rule for triggers applies (SUPER, or
+    /// `log_bin_trust_function_creators`). Root logs in with no password.
+    pub async fn with_binary_log() -> PrivateMariaDb {
+        let mut server = PrivateMariaDb::install();
+        server.options = [
+            "--skip-name-resolve",
+            "--server-id=1",
+            "--log-bin",
+            "--log-basename=binlog",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        server.start().await;
+        server
+    }
+
     /// A primary with a row-based binary log, and a replica of it that
     /// follows by GTID, both started. The primary keeps its grants (a
     /// trigger replicates with its definer, which must exist); root logs in

@@ -834,3 +834,124 @@ async fn a_changed_key_leaves_the_old_one_behind(store: Store) {
     assert_eq!(keys(&app.search("키 변경", "").await), [question(40)]);
     app.finish().await;
 }
+
+/// A database user without the TRIGGER privilege, as many application
+/// accounts are: `install` names the privilege and the way out, and leaves
+/// nothing behind, neither triggers nor chaja's tables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_trigger_privilege_is_named_and_installs_nothing() {
+    let database = Database::create(Store::MySql).await;
+    database.run(qa_schema(Store::MySql)).await;
+    let db = Db::connect_lazy(&database.url, 1).unwrap();
+    let own = ["question", "answer"];
+    let before = snapshot(&db, &own).await;
+    let name: String = sqlx::query_scalar("SELECT DATABASE()")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    let user = format!("app_{:08x}", rand::random::<u32>());
+    for sql in [
+        format!("CREATE USER '{user}'@'%' IDENTIFIED BY 'app'"),
+        format!("CREATE USER '{user}'@'localhost' IDENTIFIED BY 'app'"),
+        format!("CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'app'"),
+    ] {
+        sqlx::raw_sql(&sql).execute(&db.pool).await.unwrap();
+    }
+    for host in ["%", "localhost", "127.0.0.1"] {
+        sqlx::raw_sql(&format!(
+            "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX ON `{name}`.* TO '{user}'@'{host}'"
+        ))
+        .execute(&db.pool)
+        .await
+        .expect("the test user may grant (.ci/run gives it GRANT OPTION)");
+    }
+    let (_, address) = database.url.rsplit_once('@').unwrap();
+    let url = format!("mysql://{user}:app@{address}");
+    let config = database.write_config(QA_CONFIG);
+    let output = chaja(
+        &database,
+        &["install", "--config", config.to_str().unwrap()],
+        &[("DATABASE_URL", url)],
+    )
+    .await;
+    let message = said(&output);
+    assert!(!output.status.success(), "installed anyway: {message}");
+    assert!(
+        message.contains("TRIGGER privilege") && message.contains("--print"),
+        "{message}"
+    );
+    assert!(
+        message.contains("question"),
+        "the source is named: {message}"
+    );
+    assert_eq!(
+        snapshot(&db, &own).await,
+        before,
+        "half installed: {message}"
+    );
+    for host in ["%", "localhost", "127.0.0.1"] {
+        sqlx::raw_sql(&format!("DROP USER '{user}'@'{host}'"))
+            .execute(&db.pool)
+            .await
+            .unwrap();
+    }
+    db.pool.close().await;
+    database.finish().await;
+}
+
+/// With a binary log on, creating a trigger takes SUPER or
+/// `log_bin_trust_function_creators` (MySQL 8's rule, and MariaDB's): an
+/// application user with every table privilege, TRIGGER included, is
+/// refused, and the message says which setting lets it through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_log_rule_for_triggers_is_explained() {
+    let server = crate::helpers::PrivateMariaDb::with_binary_log().await;
+    let root = server.url();
+    for sql in [
+        "CREATE DATABASE site CHARACTER SET utf8mb4".to_owned(),
+        "CREATE USER 'app'@'127.0.0.1' IDENTIFIED BY 'app'".to_owned(),
+        "GRANT ALL PRIVILEGES ON site.* TO 'app'@'127.0.0.1'".to_owned(),
+    ] {
+        server.admin(&sql).await;
+    }
+    let site = root.replace("/test", "/site");
+    let db = Db::connect_lazy(&site, 1).unwrap();
+    for statement in qa_schema(Store::MySql) {
+        sqlx::query(statement).execute(&db.pool).await.unwrap();
+    }
+    let database = Database::create(Store::Sqlite).await; // a directory and a config file
+    let config = database.write_config(QA_CONFIG);
+    let app_url = site.replace("mysql://root@", "mysql://app:app@");
+    let args = ["install", "--config", config.to_str().unwrap()];
+    let env = [("DATABASE_URL", app_url)];
+    let output = chaja(&database, &args, &env).await;
+    let message = said(&output);
+    assert!(!output.status.success(), "installed anyway: {message}");
+    assert!(
+        message.contains("log_bin_trust_function_creators"),
+        "{message}"
+    );
+    let triggers: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'site'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(triggers, 0, "half installed: {message}");
+
+    // What the message says to do lets it through.
+    server
+        .admin("SET GLOBAL log_bin_trust_function_creators = 1")
+        .await;
+    let output = chaja(&database, &args, &env).await;
+    assert!(output.status.success(), "{}", said(&output));
+    let triggers: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'site'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(triggers, 6);
+    db.pool.close().await;
+    database.finish().await;
+}
