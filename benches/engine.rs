@@ -26,9 +26,8 @@ fn engine(c: &mut Criterion) {
     let manifest: Manifest =
         serde_json::from_slice(&std::fs::read(manifest).expect("manifest readable"))
             .expect("manifest parses");
-    let index =
-        SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::sources::Sources::demo())
-            .expect("index opens");
+    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::demo::sources())
+        .expect("index opens");
     let generation = index.live();
     let mut group = c.benchmark_group("top10_exact_total");
     for (class, word) in manifest.representatives() {

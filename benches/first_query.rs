@@ -75,9 +75,8 @@ async fn main() {
             .expect("span");
     let (oldest, newest, authors): (i64, i64, i64) = (span.get(0), span.get(1), span.get(2));
 
-    let index =
-        SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::sources::Sources::demo())
-            .expect("open index");
+    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::demo::sources())
+        .expect("open index");
     let generation = index.live();
     let docs = generation.num_docs().max(1);
     let mut sampler = Sampler::new(texts);

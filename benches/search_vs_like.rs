@@ -68,8 +68,7 @@ async fn main() {
     let reuse = std::env::var("CHAJA_BENCH_REUSE").is_ok_and(|v| v == "1");
     let started = Instant::now();
     let rebuilt = if reuse {
-        let index = SearchIndex::open_or_create(&dir, &chaja::sources::Sources::demo())
-            .expect("open index");
+        let index = SearchIndex::open_or_create(&dir, &chaja::demo::sources()).expect("open index");
         let docs = index.live().num_docs();
         chaja::mirror::reindex::Rebuilt {
             generation: index.live().id,
@@ -77,15 +76,9 @@ async fn main() {
             outbox_seq: 0,
         }
     } else {
-        reindex(
-            &db,
-            &chaja::sources::Sources::demo(),
-            &dir,
-            512 << 20,
-            false,
-        )
-        .await
-        .expect("reindex")
+        reindex(&db, &chaja::demo::sources(), &dir, 512 << 20, false)
+            .await
+            .expect("reindex")
     };
     let took = started.elapsed();
     let text_bytes: i64 = sqlx::query_scalar(
@@ -111,8 +104,7 @@ async fn main() {
         index_bytes as f64 / text_bytes as f64
     );
 
-    let index =
-        SearchIndex::open_or_create(&dir, &chaja::sources::Sources::demo()).expect("open index");
+    let index = SearchIndex::open_or_create(&dir, &chaja::demo::sources()).expect("open index");
     let generation = index.live();
     println!("| class | keyword | rows matched | share | chaja first ms | chaja p50 ms | chaja p99 ms | LIKE ms | LIKE rows | LIKE ÷ chaja p50 |");
     println!("|---|---|---|---|---|---|---|---|---|---|");

@@ -36,9 +36,8 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
-    let index =
-        SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::sources::Sources::demo())
-            .expect("index opens");
+    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::demo::sources())
+        .expect("index opens");
     let suggester = Suggester::default();
     let started = Instant::now();
     suggester

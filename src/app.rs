@@ -42,11 +42,11 @@ impl App {
         }
         let file = crate::sources::ConfigFile::load_or_default(args.store.config.as_deref())
             .map_err(crate::error::Error::Config)?;
-        let sources = file.sources.clone();
+        let (sources, is_demo) = crate::demo::sources_of(&file);
         let db = Db::connect_lazy(&args.store.database_url, args.store.pool_size())?;
         // The demo's tables and triggers are chaja's migrations; someone
         // else's tables get theirs from `chaja install`, checked here.
-        let prepared = if sources.is_demo() {
+        let prepared = if is_demo {
             db.migrate().await
         } else {
             crate::install::check_installed(&db, &sources).await
@@ -122,7 +122,7 @@ impl App {
         let secret = cursor_secret(&db, args.cursor_secret.as_deref()).await;
         let synonyms = crate::synonyms::Synonyms::new(&file.synonyms.groups)
             .map_err(crate::error::Error::Config)?;
-        let extra_routes = if sources.is_demo() {
+        let extra_routes = if is_demo {
             crate::demo::http::router()
         } else {
             utoipa_axum::router::OpenApiRouter::new()

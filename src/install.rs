@@ -17,18 +17,26 @@
 //! to be created makes the ones created before it be dropped again, so an
 //! install is all or nothing.
 
+use sqlx::Row;
+
 use crate::db::rows::misconfigured;
 use crate::db::{Db, Dialect};
 use crate::error::{Error, Result};
 use crate::sources::{Source, Sources};
 
-/// chaja's own tables, created by `install` (and by the demo's migrations).
-const TABLES: [&str; 4] = [
+/// chaja's own tables, created by `install` (all but the last also by the
+/// demo's migrations).
+const TABLES: [&str; 5] = [
     "search_outbox",
     "search_outbox_pruned",
     "search_replicas",
     "search_secrets",
+    "search_installed",
 ];
+
+/// Longest key text the outbox holds: a string key column must not be
+/// longer, or the trigger's insert would fail the user's own write.
+pub const MAX_KEY_CHARS: i64 = 512;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
@@ -60,7 +68,7 @@ fn tables_sql(dialect: Dialect) -> Vec<String> {
             "CREATE TABLE IF NOT EXISTS search_outbox (
     seq BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
     entity_type VARCHAR(64) NOT NULL,
-    entity_key VARCHAR(191) NULL,
+    entity_key VARCHAR(512) CHARACTER SET utf8mb4 NULL,
     op VARCHAR(8) NOT NULL,
     created_at BIGINT NOT NULL DEFAULT (CAST(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000 AS SIGNED))
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4",
@@ -77,6 +85,10 @@ fn tables_sql(dialect: Dialect) -> Vec<String> {
             "CREATE TABLE IF NOT EXISTS search_secrets (
     name VARCHAR(32) NOT NULL PRIMARY KEY,
     value VARCHAR(128) NOT NULL
+) ENGINE = InnoDB",
+            "CREATE TABLE IF NOT EXISTS search_installed (
+    source VARCHAR(64) NOT NULL PRIMARY KEY,
+    definition VARCHAR(64) NOT NULL
 ) ENGINE = InnoDB",
         ],
         Dialect::Sqlite => &[
@@ -101,25 +113,40 @@ fn tables_sql(dialect: Dialect) -> Vec<String> {
     name TEXT NOT NULL PRIMARY KEY,
     value TEXT NOT NULL
 )",
+            "CREATE TABLE IF NOT EXISTS search_installed (
+    source TEXT NOT NULL PRIMARY KEY,
+    definition TEXT NOT NULL
+)",
         ],
     };
     sql.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// `CREATE TRIGGER` for one source and event.
-fn trigger_sql(dialect: Dialect, source: &Source, event: Event) -> String {
+/// What a source's trigger for `event` runs: one statement.
+fn trigger_body(dialect: Dialect, source: &Source, event: Event) -> String {
     let name = &source.name;
     let id = format!("`{}`", source.id);
-    let key = |row: &str| format!("CAST({row}.{id} AS CHAR)");
+    // utf8mb4 whatever the connection that creates the trigger uses (a
+    // DBA's latin1 client would otherwise turn Korean keys into `?`).
+    let key = |row: &str| match dialect {
+        Dialect::MySql => format!("CAST({row}.{id} AS CHAR CHARACTER SET utf8mb4)"),
+        Dialect::Sqlite => format!("CAST({row}.{id} AS CHAR)"),
+    };
     let insert = "INSERT INTO search_outbox (entity_type, entity_key, op)";
-    let body = match event {
+    match event {
         Event::Insert => format!("{insert} VALUES ('{name}', {}, 'upsert')", key("NEW")),
         Event::Delete => format!("{insert} VALUES ('{name}', {}, 'delete')", key("OLD")),
-        // The old key too when the key itself changed: its row is gone.
+        // The old key too when the key itself changed, byte for byte (a
+        // case-insensitive collation calls `abc` and `ABC` equal): its row
+        // is gone.
         Event::Update => {
             let changed = match dialect {
-                Dialect::MySql => format!("FROM DUAL WHERE NOT (OLD.{id} <=> NEW.{id})"),
-                Dialect::Sqlite => format!("WHERE OLD.{id} IS NOT NEW.{id}"),
+                Dialect::MySql => {
+                    format!("FROM DUAL WHERE NOT (CAST(OLD.{id} AS BINARY) <=> CAST(NEW.{id} AS BINARY))")
+                }
+                Dialect::Sqlite => {
+                    format!("WHERE CAST(OLD.{id} AS BLOB) IS NOT CAST(NEW.{id} AS BLOB)")
+                }
             };
             format!(
                 "{insert} SELECT '{name}', {}, 'upsert' UNION ALL SELECT '{name}', {}, 'delete' {changed}",
@@ -127,7 +154,12 @@ fn trigger_sql(dialect: Dialect, source: &Source, event: Event) -> String {
                 key("OLD")
             )
         }
-    };
+    }
+}
+
+/// `CREATE TRIGGER` for one source and event.
+fn trigger_sql(dialect: Dialect, source: &Source, event: Event) -> String {
+    let body = trigger_body(dialect, source, event);
     let trigger = trigger_name(source, event);
     let table = &source.table;
     let event = event.sql();
@@ -141,6 +173,26 @@ fn trigger_sql(dialect: Dialect, source: &Source, event: Event) -> String {
     }
 }
 
+/// A fingerprint of a source's three triggers, recorded in
+/// `search_installed`: what `serve` trusts when it may not see triggers.
+fn definition(dialect: Dialect, source: &Source) -> String {
+    let statements: Vec<String> = EVENTS
+        .iter()
+        .map(|e| trigger_sql(dialect, source, *e))
+        .collect();
+    blake3::hash(statements.join("\n").as_bytes()).to_hex()[..16].to_owned()
+}
+
+/// Records a source's triggers as installed (MySQL and SQLite both read
+/// `REPLACE INTO`).
+fn record_sql(dialect: Dialect, source: &Source) -> String {
+    format!(
+        "REPLACE INTO search_installed (source, definition) VALUES ('{}', '{}')",
+        source.name,
+        definition(dialect, source)
+    )
+}
+
 /// Every statement `install` runs, in order: what `--print` writes.
 pub fn script(dialect: Dialect, sources: &Sources) -> Vec<String> {
     let mut statements = tables_sql(dialect);
@@ -148,27 +200,46 @@ pub fn script(dialect: Dialect, sources: &Sources) -> Vec<String> {
         for event in EVENTS {
             statements.push(trigger_sql(dialect, source, event));
         }
+        statements.push(record_sql(dialect, source));
     }
     statements
 }
 
-/// What `uninstall` runs: the triggers, then chaja's tables.
-pub fn uninstall_script(sources: &Sources) -> Vec<String> {
-    let mut statements: Vec<String> = sources
-        .iter()
-        .flat_map(|source| {
-            EVENTS.map(|event| format!("DROP TRIGGER IF EXISTS `{}`", trigger_name(source, event)))
-        })
-        .collect();
-    statements.extend(TABLES.map(|table| format!("DROP TABLE IF EXISTS {table}")));
-    statements
-}
-
 /// Creates chaja's tables and every source's triggers, after checking the
-/// sources against the database. Triggers already there are kept.
+/// sources against the database. Triggers already there are kept when
+/// they are exactly what this configuration would create; one that
+/// differs (left by another configuration) stops the install first.
 pub async fn install(db: &Db, sources: &Sources) -> Result<()> {
     for source in sources.iter() {
         check_source(db, source).await?;
+    }
+    let found = triggers(db).await?;
+    for source in sources.iter() {
+        for event in EVENTS {
+            let name = trigger_name(source, event);
+            if let Some(other) = found.iter().find(|t| t.name == name) {
+                if !other.is(db.dialect, source, event) {
+                    return Err(misconfigured(
+                        source,
+                        format!(
+                            "trigger `{name}` exists but is not what this config creates (an older config?); run `chaja uninstall` with the config that installed it, or DROP TRIGGER `{name}`, then install again"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    for stale in found.iter().filter(|t| t.is_chajas()) {
+        let ours = sources
+            .iter()
+            .any(|s| EVENTS.iter().any(|e| trigger_name(s, *e) == stale.name));
+        if !ours {
+            tracing::warn!(
+                trigger = stale.name,
+                table = stale.table,
+                "a chaja trigger of a source this config does not name; `chaja uninstall` removes it"
+            );
+        }
     }
     // chaja's tables this install adds, to take back if a trigger fails.
     let mut new_tables = Vec::new();
@@ -180,12 +251,11 @@ pub async fn install(db: &Db, sources: &Sources) -> Result<()> {
     for statement in tables_sql(db.dialect) {
         sqlx::raw_sql(&statement).execute(&db.pool).await?;
     }
-    let existing = triggers(db).await?;
     let mut created: Vec<String> = Vec::new();
     for source in sources.iter() {
         for event in EVENTS {
             let name = trigger_name(source, event);
-            if existing.contains(&name) {
+            if found.iter().any(|t| t.name == name) {
                 continue;
             }
             let result = sqlx::raw_sql(&trigger_sql(db.dialect, source, event))
@@ -208,71 +278,183 @@ pub async fn install(db: &Db, sources: &Sources) -> Result<()> {
             }
             created.push(name);
         }
+        sqlx::raw_sql(&record_sql(db.dialect, source))
+            .execute(&db.pool)
+            .await?;
     }
     Ok(())
 }
 
-/// Drops every source's triggers and chaja's tables.
+/// Drops every source's triggers, any other chaja trigger that writes to
+/// the outbox (a source renamed since), then chaja's tables: no trigger
+/// may outlive the table it inserts into, or the user's writes would fail.
 pub async fn uninstall(db: &Db, sources: &Sources) -> Result<()> {
-    for statement in uninstall_script(sources) {
-        sqlx::raw_sql(&statement).execute(&db.pool).await?;
+    let mut names: Vec<String> = sources
+        .iter()
+        .flat_map(|source| EVENTS.map(|event| trigger_name(source, event)))
+        .collect();
+    for found in triggers(db).await? {
+        if found.is_chajas() && !names.contains(&found.name) {
+            names.push(found.name);
+        }
+    }
+    for name in names {
+        sqlx::raw_sql(&format!("DROP TRIGGER IF EXISTS `{name}`"))
+            .execute(&db.pool)
+            .await?;
+    }
+    for table in TABLES {
+        sqlx::raw_sql(&format!("DROP TABLE IF EXISTS {table}"))
+            .execute(&db.pool)
+            .await?;
     }
     Ok(())
 }
 
 /// Fails, saying to run `chaja install`, unless the outbox and every
 /// source's triggers are there: without them the index would silently
-/// stop following the tables.
+/// stop following the tables. A user without the TRIGGER privilege sees
+/// no triggers at all (MySQL lists only those it may manage); for a table
+/// with none visible, the record `install` (or its `--print` script) left
+/// in `search_installed` is trusted, when it matches this configuration.
 pub async fn check_installed(db: &Db, sources: &Sources) -> Result<()> {
-    let existing = triggers(db).await?;
+    let found = triggers(db).await?;
     let has_outbox = table_columns(db, "search_outbox")
         .await?
         .iter()
-        .any(|(column, _)| column == "entity_key");
+        .any(|(column, _, _)| column == "entity_key");
+    let install =
+        "run `chaja install --config <file>` (or `chaja install --print` for a DBA to apply)";
     for source in sources.iter() {
-        let missing: Vec<String> = EVENTS
-            .map(|event| trigger_name(source, event))
-            .into_iter()
-            .filter(|name| !existing.contains(name))
-            .collect();
-        if !has_outbox || !missing.is_empty() {
+        if !has_outbox {
             return Err(misconfigured(
                 source,
-                format!(
-                    "the outbox table or the triggers {} are not installed; run `chaja install --config <file>` (or `chaja install --print` for a DBA to apply)",
-                    missing.join(", ")
-                ),
+                format!("the outbox table is not installed; {install}"),
             ));
+        }
+        // Triggers this user cannot read: none listed, or listed without
+        // their statements.
+        let unreadable = found
+            .iter()
+            .filter(|t| t.table.eq_ignore_ascii_case(&source.table))
+            .all(|t| t.statement.is_none());
+        if unreadable && recorded(db, source).await? {
+            tracing::info!(
+                source = source.name,
+                "cannot see this table's triggers (no TRIGGER privilege?); trusting the install record"
+            );
+            continue;
+        }
+        for event in EVENTS {
+            let name = trigger_name(source, event);
+            match found.iter().find(|t| t.name == name) {
+                Some(t) if t.is(db.dialect, source, event) => {}
+                Some(_) => {
+                    return Err(misconfigured(
+                        source,
+                        format!("trigger `{name}` was created for another configuration; run `chaja uninstall` with the old one, then `chaja install`"),
+                    ))
+                }
+                None => {
+                    return Err(misconfigured(
+                        source,
+                        format!("trigger `{name}` is not installed; {install}"),
+                    ))
+                }
+            }
         }
     }
     Ok(())
 }
 
-/// Trigger names in the current database.
-async fn triggers(db: &Db) -> Result<Vec<String>> {
-    let sql = match db.dialect {
-        Dialect::MySql => {
-            "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()"
-        }
-        Dialect::Sqlite => "SELECT name FROM sqlite_master WHERE type = 'trigger'",
-    };
-    let rows = sqlx::query(sql).fetch_all(&db.pool).await?;
-    rows.iter().map(|r| crate::db::text(r, 0)).collect()
+/// Whether `search_installed` records this source's triggers as this
+/// configuration defines them.
+async fn recorded(db: &Db, source: &Source) -> Result<bool> {
+    if table_columns(db, "search_installed").await?.is_empty() {
+        return Ok(false);
+    }
+    let definition: Option<String> =
+        sqlx::query_scalar("SELECT definition FROM search_installed WHERE source = ?")
+            .bind(&source.name)
+            .fetch_optional(&db.pool)
+            .await?;
+    Ok(definition.as_deref() == Some(&*self::definition(db.dialect, source)))
 }
 
-/// `(column, type)` of a table, lowercase types; empty when it is missing.
-async fn table_columns(db: &Db, table: &str) -> Result<Vec<(String, String)>> {
+/// A trigger as the database shows it.
+struct Trigger {
+    name: String,
+    table: String,
+    /// MySQL: the body; SQLite: the whole `CREATE TRIGGER`. `None` when
+    /// the user may not read it (MariaDB lists the trigger, but not its
+    /// statement, to a user without the TRIGGER privilege).
+    statement: Option<String>,
+}
+
+impl Trigger {
+    /// Whether it is exactly the trigger this source has for `event`.
+    fn is(&self, dialect: Dialect, source: &Source, event: Event) -> bool {
+        let expected = match dialect {
+            Dialect::MySql => trigger_body(dialect, source, event),
+            Dialect::Sqlite => trigger_sql(dialect, source, event),
+        };
+        let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        self.table.eq_ignore_ascii_case(&source.table)
+            && self
+                .statement
+                .as_deref()
+                .is_some_and(|s| words(s) == words(&expected))
+    }
+
+    /// A trigger some chaja install created (by its name alone when its
+    /// statement cannot be read).
+    fn is_chajas(&self) -> bool {
+        self.name.starts_with("chaja_")
+            && self
+                .statement
+                .as_deref()
+                .is_none_or(|s| s.contains("search_outbox"))
+    }
+}
+
+/// The triggers of the current database that this user may see.
+async fn triggers(db: &Db) -> Result<Vec<Trigger>> {
+    let sql = match db.dialect {
+        Dialect::MySql => {
+            "SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS \
+             WHERE TRIGGER_SCHEMA = DATABASE()"
+        }
+        Dialect::Sqlite => "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'",
+    };
+    let rows = sqlx::query(sql).fetch_all(&db.pool).await?;
+    let mut found = Vec::with_capacity(rows.len());
+    for row in &rows {
+        found.push(Trigger {
+            name: crate::db::text(row, 0)?,
+            table: crate::db::text(row, 1)?,
+            statement: match sqlx::ValueRef::is_null(&row.try_get_raw(2)?) {
+                true => None,
+                false => Some(crate::db::text(row, 2)?),
+            },
+        });
+    }
+    Ok(found)
+}
+
+/// `(column, type, longest text)` of a table, lowercase types; empty when
+/// it is missing.
+async fn table_columns(db: &Db, table: &str) -> Result<Vec<(String, String, Option<i64>)>> {
     let (sql, bind) = match db.dialect {
         Dialect::MySql => (
-            "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS \
-             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?"
+            "SELECT COLUMN_NAME, DATA_TYPE, CAST(CHARACTER_MAXIMUM_LENGTH AS SIGNED) \
+             FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?"
                 .to_owned(),
             true,
         ),
         // A table name cannot be bound in a PRAGMA; it was checked to be a
         // plain name.
         Dialect::Sqlite => (
-            format!("SELECT name, type FROM pragma_table_info('{table}')"),
+            format!("SELECT name, type, NULL FROM pragma_table_info('{table}')"),
             false,
         ),
     };
@@ -286,25 +468,17 @@ async fn table_columns(db: &Db, table: &str) -> Result<Vec<(String, String)>> {
         columns.push((
             crate::db::text(row, 0)?,
             crate::db::text(row, 1)?.to_ascii_lowercase(),
+            row.try_get::<Option<i64>, _>(2).ok().flatten(),
         ));
     }
     Ok(columns)
 }
 
 /// Column types each role accepts (MySQL's `DATA_TYPE`; SQLite's declared
-/// types are free text, so only existence is checked there).
-const KEY_TYPES: &[&str] = &[
-    "tinyint",
-    "smallint",
-    "mediumint",
-    "int",
-    "integer",
-    "bigint",
-    "char",
-    "varchar",
-    "binary",
-    "varbinary",
-];
+/// types are free text, so only existence is checked there). Keys are
+/// read raw, and sqlx's `Any` driver reads these; binary keys (UUIDs in
+/// `BINARY(16)`) would not be text in the outbox.
+const KEY_TYPES: &[&str] = &["smallint", "int", "integer", "bigint", "char", "varchar"];
 const TIME_TYPES: &[&str] = &[
     "datetime",
     "timestamp",
@@ -336,21 +510,20 @@ pub async fn check_source(db: &Db, source: &Source) -> Result<()> {
             "the table does not exist in this database; check `table` in the config and DATABASE_URL",
         ));
     }
-    let type_of = |column: &str| {
+    let column_of = |column: &str| {
         columns
             .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(column))
-            .map(|(_, t)| t.as_str())
+            .find(|(name, _, _)| name.eq_ignore_ascii_case(column))
     };
     for column in source.columns() {
-        if type_of(column).is_none() {
+        if column_of(column).is_none() {
             return Err(misconfigured(
                 source,
                 format!(
                     "column `{column}` does not exist; the table has {}",
                     columns
                         .iter()
-                        .map(|(n, _)| format!("`{n}`"))
+                        .map(|(n, _, _)| format!("`{n}`"))
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -358,6 +531,7 @@ pub async fn check_source(db: &Db, source: &Source) -> Result<()> {
         }
     }
     if db.dialect == Dialect::MySql {
+        let type_of = |column: &str| column_of(column).map_or("", |(_, t, _)| t.as_str());
         let roles = [
             ("id", std::slice::from_ref(&source.id), KEY_TYPES),
             (
@@ -369,7 +543,7 @@ pub async fn check_source(db: &Db, source: &Source) -> Result<()> {
         ];
         for (role, names, accepted) in roles {
             for column in names {
-                let found = type_of(column).unwrap_or_default();
+                let found = type_of(column);
                 if !accepted.contains(&found) {
                     return Err(misconfigured(
                         source,
@@ -380,6 +554,27 @@ pub async fn check_source(db: &Db, source: &Source) -> Result<()> {
                     ));
                 }
             }
+        }
+        if let Some((_, _, Some(longest))) = column_of(&source.id) {
+            if *longest > MAX_KEY_CHARS {
+                return Err(misconfigured(
+                    source,
+                    format!(
+                        "key column `{}` holds up to {longest} characters; the outbox keeps keys of at most {MAX_KEY_CHARS}",
+                        source.id
+                    ),
+                ));
+            }
+        }
+        // A TIMESTAMP is an instant, read in UTC; a time zone would shift it.
+        if type_of(&source.created_at) == "timestamp" && source.timezone.is_some() {
+            return Err(misconfigured(
+                source,
+                format!(
+                    "`{}` is a TIMESTAMP, which MySQL converts to UTC itself; `timezone` is for DATETIME columns, remove it",
+                    source.created_at
+                ),
+            ));
         }
     }
     if let Some(filter) = &source.filter {
@@ -427,7 +622,7 @@ mod tests {
 
     #[test]
     fn mysql_triggers_are_single_statements() {
-        let script = script(Dialect::MySql, &Sources::demo());
+        let script = script(Dialect::MySql, &crate::sources::for_tests());
         let triggers: Vec<&String> = script
             .iter()
             .filter(|s| s.starts_with("CREATE TRIGGER"))

@@ -92,27 +92,36 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
         Command::Install(args) => {
             let file = chaja::sources::ConfigFile::load_or_default(args.store.config.as_deref())
                 .map_err(anyhow::Error::msg)?;
-            let db = connect(&args.store)?;
+            let (sources, is_demo) = chaja::demo::sources_of(&file);
             if args.print {
-                for statement in chaja::install::script(db.dialect, &file.sources) {
+                // Only the dialect is needed: nothing is opened or created.
+                let dialect = chaja::db::Dialect::of_url(&args.store.database_url)?;
+                for statement in chaja::install::script(dialect, &sources) {
                     println!("{statement};");
                 }
-            } else if file.sources.is_demo() {
-                db.migrate().await.context("migrating the demo's tables")?;
+            } else if is_demo {
+                connect(&args.store)?
+                    .migrate()
+                    .await
+                    .context("migrating the demo's tables")?;
                 println!("the demo's tables and triggers are in place");
             } else {
-                chaja::install::install(&db, &file.sources).await?;
+                chaja::install::install(&connect(&args.store)?, &sources).await?;
                 println!(
                     "installed the outbox and the triggers of {} source(s); now run `chaja reindex`, then `chaja serve`",
-                    file.sources.len()
+                    sources.len()
                 );
             }
         }
         Command::Uninstall(store) => {
             let file = chaja::sources::ConfigFile::load_or_default(store.config.as_deref())
                 .map_err(anyhow::Error::msg)?;
-            let db = connect(&store)?;
-            chaja::install::uninstall(&db, &file.sources).await?;
+            let Some(sources) = &file.sources else {
+                anyhow::bail!(
+                    "uninstall removes what `chaja install` added for a config's [[source]] entries; the demo's tables are chaja's own migrations (drop its database instead)"
+                );
+            };
+            chaja::install::uninstall(&connect(&store)?, sources).await?;
             println!("removed chaja's triggers and tables");
         }
         Command::Loadtest(args) => {
@@ -161,12 +170,13 @@ async fn open_store(
     let file = chaja::sources::ConfigFile::load_or_default(store.config.as_deref())
         .map_err(anyhow::Error::msg)?;
     let db = connect(store)?;
-    if file.sources.is_demo() {
+    let (sources, is_demo) = chaja::demo::sources_of(&file);
+    if is_demo {
         db.migrate().await.context("migrating the database")?;
     } else {
-        chaja::install::check_installed(&db, &file.sources).await?;
+        chaja::install::check_installed(&db, &sources).await?;
     }
-    Ok((db, file.sources))
+    Ok((db, sources))
 }
 
 /// Ctrl-C or SIGTERM starts a graceful shutdown.

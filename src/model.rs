@@ -33,7 +33,6 @@ impl Key {
 pub enum AttrValue {
     Null,
     Int(i64),
-    Float(f64),
     Str(String),
 }
 
@@ -43,7 +42,6 @@ impl AttrValue {
         match self {
             AttrValue::Null => None,
             AttrValue::Int(i) => Some(i.to_string()),
-            AttrValue::Float(f) => Some(f.to_string()),
             AttrValue::Str(s) => Some(s.clone()),
         }
     }
@@ -52,8 +50,6 @@ impl AttrValue {
         match self {
             AttrValue::Null => serde_json::Value::Null,
             AttrValue::Int(i) => (*i).into(),
-            AttrValue::Float(f) => serde_json::Number::from_f64(*f)
-                .map_or(serde_json::Value::Null, serde_json::Value::Number),
             AttrValue::Str(s) => s.as_str().into(),
         }
     }

@@ -19,7 +19,7 @@
 //! ```
 //!
 //! With no `[[source]]` the built-in demo platform's two sources apply
-//! ([`Sources::demo`]). The index records the sources it was built for: a
+//! (`demo::sources`, chosen by `app`). The index records the sources it was built for: a
 //! source renamed or reordered under it is an error that says to reindex,
 //! since a document's source is stored as its position in this list.
 
@@ -40,8 +40,9 @@ pub struct ConfigFile {
     pub synonyms: crate::synonyms::SynonymsSection,
     #[serde(default, rename = "source")]
     source: Vec<SourceConfig>,
+    /// The `[[source]]` entries, checked; `None` when there are none.
     #[serde(skip)]
-    pub sources: Sources,
+    pub sources: Option<Sources>,
 }
 
 impl ConfigFile {
@@ -53,15 +54,13 @@ impl ConfigFile {
 
     pub fn parse(text: &str) -> Result<ConfigFile, String> {
         let mut file: ConfigFile = toml::from_str(text).map_err(|e| e.to_string())?;
-        file.sources = if file.source.is_empty() {
-            Sources::demo()
-        } else {
-            Sources::new(std::mem::take(&mut file.source))?
-        };
+        if !file.source.is_empty() {
+            file.sources = Some(Sources::new(std::mem::take(&mut file.source))?);
+        }
         Ok(file)
     }
 
-    /// The file at `path`, or the defaults (the demo sources) without one.
+    /// The file at `path`, or an empty one (no sources, no synonyms).
     pub fn load_or_default(path: Option<&Path>) -> Result<ConfigFile, String> {
         match path {
             Some(path) => ConfigFile::load(path),
@@ -152,14 +151,6 @@ impl SourceId {
 #[derive(Debug, Clone)]
 pub struct Sources {
     list: std::sync::Arc<Vec<Source>>,
-    /// The built-in demo's, not from a config file.
-    demo: bool,
-}
-
-impl Default for Sources {
-    fn default() -> Sources {
-        Sources::demo()
-    }
 }
 
 impl Sources {
@@ -177,49 +168,7 @@ impl Sources {
         }
         Ok(Sources {
             list: std::sync::Arc::new(sources),
-            demo: false,
         })
-    }
-
-    /// The built-in question/review platform (`demo`), as sources.
-    pub fn demo() -> Sources {
-        let config = |name: &str, table: &str, fields: &[&str], attributes: &[&str]| SourceConfig {
-            name: name.to_owned(),
-            table: table.to_owned(),
-            id: "id".to_owned(),
-            created_at: "created_at".to_owned(),
-            created_at_unit: Some(TimeUnit::Milliseconds),
-            fields: fields.iter().map(|f| (*f).to_owned()).collect(),
-            filter: None,
-            attributes: attributes.iter().map(|a| (*a).to_owned()).collect(),
-            timezone: None,
-        };
-        let sources = Sources::new(vec![
-            config(
-                "question",
-                "questions",
-                &["title", "content"],
-                &["author_id"],
-            ),
-            config(
-                "review",
-                "reviews",
-                &["content"],
-                &["author_id", "question_id"],
-            ),
-        ])
-        .expect("the demo sources are valid");
-        Sources {
-            demo: true,
-            ..sources
-        }
-    }
-
-    /// Whether these are the built-in demo's sources, whose tables and
-    /// triggers chaja's migrations create. Sources from a config file never
-    /// are, whatever they name.
-    pub fn is_demo(&self) -> bool {
-        self.demo
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Source> {
@@ -268,6 +217,63 @@ impl Sources {
     pub fn stamp(&self) -> String {
         self.names().collect::<Vec<_>>().join("\n")
     }
+
+    /// A fingerprint of what the sources read (tables, columns, filters,
+    /// time zones): an index built under another one holds rows the
+    /// current filter may hide, until a reindex.
+    pub fn definition(&self) -> String {
+        let text = format!("{:?}", self.list);
+        blake3::hash(text.as_bytes()).to_hex()[..16].to_owned()
+    }
+}
+
+/// Longest source name: `chaja_<name>_update` fits MySQL's 64.
+const MAX_NAME_CHARS: usize = 51;
+
+/// The filter is SQL from the operator's own file, pasted into `WHERE …
+/// AND (filter)` of every load: it must be one condition that cannot close
+/// those parentheses, end the statement or comment out the rest. A small
+/// scan that skips quoted strings; the database checks the rest at
+/// `install` (see `install::check_source`).
+fn check_filter(filter: &str) -> Result<(), &'static str> {
+    if filter.trim().is_empty() {
+        return Err("empty");
+    }
+    let mut depth = 0i32;
+    let mut quote: Option<char> = None;
+    let mut chars = filter.chars().peekable();
+    while let Some(c) = chars.next() {
+        if let Some(q) = quote {
+            if c == '\\' {
+                chars.next();
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '\'' | '"' | '`' => quote = Some(c),
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err("a ) closes more than it opened");
+                }
+            }
+            ';' => return Err("no ; (one condition)"),
+            '#' => return Err("no # comments"),
+            '-' if chars.peek() == Some(&'-') => return Err("no -- comments"),
+            '/' if chars.peek() == Some(&'*') => return Err("no /* comments */"),
+            _ => {}
+        }
+    }
+    if quote.is_some() {
+        return Err("a quote is not closed");
+    }
+    if depth != 0 {
+        return Err("a ( is not closed");
+    }
+    Ok(())
 }
 
 /// A plain SQL name: letters, digits and `_`, not starting with a digit.
@@ -284,11 +290,17 @@ fn is_identifier(s: &str) -> bool {
 
 fn check(c: SourceConfig) -> Result<Source, String> {
     let at = |what: &str| format!("[[source]] {:?}: {what}", c.name);
-    // The name is the hit's `type`, a URL parameter, and the outbox's
-    // `entity_type` (VARCHAR(64)).
-    if !is_identifier(&c.name) {
+    // The name is the hit's `type`, a URL parameter, the outbox's
+    // `entity_type`, and part of trigger names (`chaja_<name>_insert`,
+    // which MySQL caps at 64 characters).
+    if !is_identifier(&c.name) || c.name.len() > MAX_NAME_CHARS {
+        return Err(at(&format!(
+            "name must be 1 to {MAX_NAME_CHARS} letters, digits or _, not starting with a digit"
+        )));
+    }
+    if c.name == "all" {
         return Err(at(
-            "name must be 1 to 64 letters, digits or _, not starting with a digit",
+            "`all` means every source in `type=all`; pick another name",
         ));
     }
     for (what, column) in [
@@ -309,11 +321,8 @@ fn check(c: SourceConfig) -> Result<Source, String> {
         }
     }
     if let Some(filter) = &c.filter {
-        // The predicate is SQL from the operator's own file; it goes into a
-        // WHERE clause in parentheses, so it must not close them or end
-        // the statement.
-        if filter.contains(';') || filter.trim().is_empty() {
-            return Err(at("filter must be one SQL condition, without ;"));
+        if let Err(problem) = check_filter(filter) {
+            return Err(at(&format!("filter {filter:?}: {problem}")));
         }
     }
     let timezone = match &c.timezone {
@@ -336,18 +345,65 @@ fn check(c: SourceConfig) -> Result<Source, String> {
     })
 }
 
+/// Two small sources for the core's unit tests: `post` (title and body,
+/// `author_id`) and `comment` (a body; `author_id`, `post_id`).
+#[cfg(test)]
+pub(crate) fn for_tests() -> Sources {
+    ConfigFile::parse(
+        r#"
+        [[source]]
+        name = "post"
+        table = "post"
+        id = "id"
+        created_at = "created_at"
+        fields = ["title", "body"]
+        attributes = ["author_id"]
+
+        [[source]]
+        name = "comment"
+        table = "comment"
+        id = "id"
+        created_at = "created_at"
+        fields = ["body"]
+        attributes = ["author_id", "post_id"]
+        "#,
+    )
+    .expect("valid")
+    .sources
+    .expect("two sources")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn no_source_means_the_demo() {
+    fn no_source_means_none() {
         let file = ConfigFile::parse("[synonyms]\ngroups = [[\"a\", \"b\"]]").unwrap();
-        assert!(file.sources.is_demo());
-        assert_eq!(
-            file.sources.names().collect::<Vec<_>>(),
-            ["question", "review"]
-        );
+        assert!(file.sources.is_none());
+    }
+
+    #[test]
+    fn filters_are_one_condition() {
+        for good in [
+            "deleted_at IS NULL AND status = 'PUBLIC'",
+            "(a = 1 OR b = 2) AND c IN ('x;y', 'it''s')",
+            "title <> '-- not a comment'",
+        ] {
+            assert_eq!(check_filter(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "x) OR (1=1",
+            "1=1; DROP TABLE t",
+            "a = 1 -- rest",
+            "a = 1 /* */",
+            "a = 1 # rest",
+            "(a = 1",
+            "a = 'open",
+            " ",
+        ] {
+            assert!(check_filter(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -366,11 +422,11 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert!(!file.sources.is_demo());
-        let post = file.sources.get(file.sources.by_name("post").unwrap());
+        let sources = file.sources.unwrap();
+        let post = sources.get(sources.by_name("post").unwrap());
         assert!(post.has_title());
         assert!(post.timezone.is_some());
-        assert!(file.sources.has_attribute("member_id"));
+        assert!(sources.has_attribute("member_id"));
     }
 
     #[test]
@@ -389,6 +445,10 @@ mod tests {
         assert!(err.contains("Mars/Olympus"), "{err}");
         let err = ConfigFile::parse(&source("filter = \"1); DELETE FROM post\"")).unwrap_err();
         assert!(err.contains("filter"), "{err}");
+        let all = source("").replace("name = \"post\"", "name = \"all\"");
+        assert!(ConfigFile::parse(&all).unwrap_err().contains("all"));
+        let long = source("").replace("post", &"p".repeat(52));
+        assert!(ConfigFile::parse(&long).is_err());
         let twice = format!("{}\n{}", source(""), source(""));
         assert!(ConfigFile::parse(&twice)
             .unwrap_err()

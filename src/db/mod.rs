@@ -21,6 +21,22 @@ pub enum Dialect {
     Sqlite,
 }
 
+impl Dialect {
+    /// The dialect a `DATABASE_URL` names.
+    pub fn of_url(url: &str) -> Result<Dialect> {
+        if url.starts_with("mysql:") || url.starts_with("mariadb:") {
+            Ok(Dialect::MySql)
+        } else if url.starts_with("sqlite:") {
+            Ok(Dialect::Sqlite)
+        } else {
+            Err(crate::error::Error::bad_request(
+                "bad_database_url",
+                "DATABASE_URL must start with mysql:// or sqlite:",
+            ))
+        }
+    }
+}
+
 /// A cheap, cloneable handle to the pool.
 #[derive(Clone, Debug)]
 pub struct Db {
@@ -33,16 +49,7 @@ impl Db {
     /// database is down, and each query fails fast with a 503 until it is up.
     pub fn connect_lazy(url: &str, max_connections: u32) -> Result<Db> {
         sqlx::any::install_default_drivers();
-        let dialect = if url.starts_with("mysql:") || url.starts_with("mariadb:") {
-            Dialect::MySql
-        } else if url.starts_with("sqlite:") {
-            Dialect::Sqlite
-        } else {
-            return Err(crate::error::Error::bad_request(
-                "bad_database_url",
-                "DATABASE_URL must start with mysql:// or sqlite:",
-            ));
-        };
+        let dialect = Dialect::of_url(url)?;
         let url = url.replacen("mariadb:", "mysql:", 1);
         let options = AnyConnectOptions::from_str(&url)?.disable_statement_logging();
         let pool = AnyPoolOptions::new()

@@ -2,12 +2,15 @@
 //! and `verify`.
 //!
 //! One query shape serves MySQL, MariaDB and SQLite: names are quoted with
-//! backticks (SQLite accepts them too), and `created_at` is read as text
-//! (`CAST(… AS CHAR)`), which every column type it may have turns into:
-//! `2025-03-01 10:00:00.123456` for DATETIME(6) and TIMESTAMP (read in the
-//! session time zone, set to UTC on connect), digits for epoch columns.
-//! The `Any` driver decodes no date types, and this keeps the conversion in
-//! one place ([`parse_time`]).
+//! backticks (SQLite accepts them too), and every column but the raw key is
+//! read as text (`CAST(… AS CHAR)`): sqlx's `Any` driver decodes only a few
+//! column types, and a single other one (a TINYINT flag, a DECIMAL price, a
+//! JSON body) would fail every load of the source. `created_at` comes as
+//! `2025-03-01 10:00:00.123456` from DATETIME(6) and TIMESTAMP (read in the
+//! session time zone, set to UTC on connect), or digits from epoch columns,
+//! converted in one place ([`parse_time`]). The key's text is the same
+//! `CAST` the triggers write, so that the two always agree; the raw key
+//! only says whether the hit's `id` is a number.
 //!
 //! A row that fails the source's `filter` reads as absent, so that the
 //! indexer deletes it: a soft delete leaves the index, an un-delete enters
@@ -26,14 +29,23 @@ fn quoted(name: &str) -> String {
     format!("`{name}`")
 }
 
-/// `SELECT id, created_at, fields…, attributes… FROM table`.
+/// `CAST(column AS CHAR)`.
+fn as_text(column: &str) -> String {
+    format!("CAST({} AS CHAR)", quoted(column))
+}
+
+/// Columns before the text fields: the raw key, its text, `created_at`.
+const FIRST_FIELD: usize = 3;
+
+/// `SELECT id, CAST(id), CAST(created_at), CAST(fields)…, CAST(attributes)… FROM table`.
 fn select(source: &Source) -> String {
     let mut columns = vec![
         quoted(&source.id),
-        format!("CAST({} AS CHAR)", quoted(&source.created_at)),
+        as_text(&source.id),
+        as_text(&source.created_at),
     ];
-    columns.extend(source.fields.iter().map(|f| quoted(f)));
-    columns.extend(source.attributes.iter().map(|a| quoted(a)));
+    columns.extend(source.fields.iter().map(|f| as_text(f)));
+    columns.extend(source.attributes.iter().map(|a| as_text(a)));
     format!(
         "SELECT {} FROM {}",
         columns.join(", "),
@@ -125,11 +137,14 @@ pub async fn count_rows(db: &Db, source: &Source) -> Result<i64> {
 }
 
 fn doc_from_row(source: &Source, id: SourceId, row: &sqlx::any::AnyRow) -> Result<Doc> {
+    // The triggers' text of the key; a number only when it reads back the
+    // same (not an unsigned value past i64, not ZEROFILL's `0007`).
+    let key_text = text(row, 1)?;
     let key = match row.try_get::<i64, _>(0) {
-        Ok(i) => Key::Int(i),
-        Err(_) => Key::Str(text(row, 0)?),
+        Ok(i) if i.to_string() == key_text => Key::Int(i),
+        _ => Key::Str(key_text),
     };
-    let created = nullable_text(row, 1)?;
+    let created = nullable_text(row, 2)?;
     let parsed = match created.as_deref() {
         Some(value) => parse_time(value, source),
         None => Err("created_at is NULL".to_owned()),
@@ -147,7 +162,7 @@ fn doc_from_row(source: &Source, id: SourceId, row: &sqlx::any::AnyRow) -> Resul
     });
     let mut texts = Vec::with_capacity(source.fields.len());
     for i in 0..source.fields.len() {
-        texts.push(nullable_text(row, 2 + i)?);
+        texts.push(nullable_text(row, FIRST_FIELD + i)?);
     }
     let (title, body) = if source.has_title() {
         let mut texts = texts.into_iter();
@@ -156,7 +171,7 @@ fn doc_from_row(source: &Source, id: SourceId, row: &sqlx::any::AnyRow) -> Resul
     } else {
         (None, texts.into_iter().flatten().collect())
     };
-    let first_attribute = 2 + source.fields.len();
+    let first_attribute = FIRST_FIELD + source.fields.len();
     let mut attributes = Vec::with_capacity(source.attributes.len());
     for (i, name) in source.attributes.iter().enumerate() {
         attributes.push((name.clone(), attribute(row, first_attribute + i)?));
@@ -182,18 +197,16 @@ fn nullable_text(row: &sqlx::any::AnyRow, i: usize) -> Result<Option<String>> {
     }
 }
 
+/// An attribute read as text: a number when it is one, written the way
+/// Rust writes it back (so `7`, but not `007` or `7.50`), else a string.
 fn attribute(row: &sqlx::any::AnyRow, i: usize) -> Result<AttrValue> {
-    let raw = row.try_get_raw(i)?;
-    if sqlx::ValueRef::is_null(&raw) {
-        return Ok(AttrValue::Null);
-    }
-    if let Ok(n) = row.try_get::<i64, _>(i) {
-        return Ok(AttrValue::Int(n));
-    }
-    if let Ok(f) = row.try_get::<f64, _>(i) {
-        return Ok(AttrValue::Float(f));
-    }
-    text(row, i).map(AttrValue::Str)
+    Ok(match nullable_text(row, i)? {
+        None => AttrValue::Null,
+        Some(text) => match text.parse::<i64>() {
+            Ok(n) if n.to_string() == text => AttrValue::Int(n),
+            _ => AttrValue::Str(text),
+        },
+    })
 }
 
 /// Epoch milliseconds of a `created_at` value read as text.

@@ -1,6 +1,6 @@
 //! The demo platform: a question/review site on chaja's own tables.
 //!
-//! It is one configuration of chaja ([`crate::sources::Sources::demo`]):
+//! It is one configuration of chaja ([`sources`], from `sources.toml`):
 //! two sources, `question` over `questions` and `review` over `reviews`,
 //! whose tables and triggers come from `migrations/`. Around them it keeps
 //! what a small site has: users, comments, likes, a CRUD API ([`http`],
@@ -11,3 +11,52 @@
 pub mod db;
 pub mod http;
 pub mod seed;
+
+use crate::sources::{ConfigFile, Sources};
+
+/// The demo's two sources, described as a site's would be.
+pub fn sources() -> Sources {
+    ConfigFile::parse(include_str!("sources.toml"))
+        .expect("the demo's sources are valid")
+        .sources
+        .expect("the demo has sources")
+}
+
+/// The sources a config file names, or the demo's when it names none; and
+/// whether they are the demo's (whose tables chaja's migrations create).
+pub fn sources_of(file: &ConfigFile) -> (Sources, bool) {
+    match &file.sources {
+        Some(sources) => (sources.clone(), false),
+        None => (sources(), true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::db::Dialect;
+
+    /// The demo's migration creates the very triggers `chaja install`
+    /// would, so the two paths mirror alike.
+    #[test]
+    fn the_migration_holds_the_installed_triggers() {
+        for (dialect, migration) in [
+            (
+                Dialect::MySql,
+                include_str!("../../migrations/mysql/0004_sources.sql"),
+            ),
+            (
+                Dialect::Sqlite,
+                include_str!("../../migrations/sqlite/0004_sources.sql"),
+            ),
+        ] {
+            let triggers: Vec<String> = crate::install::script(dialect, &super::sources())
+                .into_iter()
+                .filter(|s| s.starts_with("CREATE TRIGGER"))
+                .collect();
+            assert_eq!(triggers.len(), 6);
+            for trigger in triggers {
+                assert!(migration.contains(&trigger), "{dialect:?}: {trigger}");
+            }
+        }
+    }
+}

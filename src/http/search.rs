@@ -55,8 +55,6 @@ pub struct SearchParams {
     pub kind: Option<String>,
     #[param(inline)]
     pub sort: Option<SortParam>,
-    /// The same as `attr.author_id=<value>`.
-    pub author_id: Option<i64>,
     /// RFC 3339 bounds on `created_at`, inclusive; `from` not after `to`.
     #[param(format = DateTime)]
     pub from: Option<String>,
@@ -313,9 +311,6 @@ pub fn to_request(
         })?),
     };
     let mut attributes = params.attributes.clone();
-    if let Some(author) = params.author_id {
-        attributes.push(("author_id".to_owned(), author.to_string()));
-    }
     if attributes.len() > MAX_ATTRIBUTE_FILTERS {
         return Err(bad(
             "invalid_attribute",
@@ -778,7 +773,7 @@ mod tests {
             &InputLimits::default(),
             &[7; 32],
             &Synonyms::default(),
-            &Sources::demo(),
+            &crate::sources::for_tests(),
         )
         .unwrap()
     }

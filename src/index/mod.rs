@@ -42,6 +42,8 @@ const ANALYZER_FILE: &str = "analyzer";
 /// Names the sources a generation was built for, one per line, in order:
 /// a document stores its source's position.
 const SOURCES_FILE: &str = "sources";
+/// `Sources::definition` of what a generation was built from.
+const DEFINITION_FILE: &str = "sources.definition";
 
 /// The contents of [`ANALYZER_FILE`] for what this process builds.
 fn analyzer_stamp() -> String {
@@ -70,6 +72,9 @@ pub struct Generation {
 /// source (`search::SourceCounts`).
 pub type SegmentTotals =
     moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), search::SourceCounts>;
+
+/// Joins a row's body fields in the `content` field (see `DocWriter::add`).
+pub const BODY_SEPARATOR: &str = "\u{0}";
 
 /// Bits of a `uid` that hold the source; the next one says the key is a
 /// string.
@@ -123,6 +128,13 @@ impl Generation {
                 built_for.trim().replace('\n', ", "),
                 sources.stamp().replace('\n', ", ")
             )));
+        }
+        let definition = std::fs::read_to_string(path.join(DEFINITION_FILE)).unwrap_or_default();
+        if definition.trim() != sources.definition() {
+            tracing::warn!(
+                generation = id,
+                "the index was built from other source settings (a table, a column, a filter or a time zone changed); run `chaja reindex` so that it follows them: until then rows the new settings hide may still be found"
+            );
         }
         let built = std::fs::read_to_string(path.join(ANALYZER_FILE)).unwrap_or_default();
         let now = analyzer_stamp();
@@ -403,14 +415,16 @@ impl DocWriter {
             d.add_text(f.chars, title);
             d.add_text(f.title_morph, morphemes.title);
         }
-        // Each body field is its own value: tantivy leaves a position gap
-        // between values, so a phrase never spans two columns, as `LIKE` on
-        // each column would not.
-        for text in &doc.body {
-            d.add_text(f.content, text);
-            d.add_text(f.grams2, text);
-            d.add_text(f.chars, text);
-        }
+        // The body fields as one value, joined by NUL: a keyword never
+        // holds a NUL (control characters are refused in queries), so no
+        // gram that spans two columns can match, and a phrase does not run
+        // from one column into the next, as `LIKE` on each would not.
+        // (tantivy's gap between the values of a field is one position,
+        // too little for phrases of trigrams.) Snippets split it again.
+        let body = doc.body.join(BODY_SEPARATOR);
+        d.add_text(f.content, &body);
+        d.add_text(f.grams2, &body);
+        d.add_text(f.chars, &body);
         d.add_text(f.content_morph, morphemes.content);
         self.writer.add_document(d)?;
         Ok(())
@@ -651,6 +665,7 @@ pub fn create_generation(root: &Path, sources: &Sources) -> Result<Generation> {
         .create_in_dir(&path)?;
     std::fs::write(path.join(ANALYZER_FILE), analyzer_stamp())?;
     std::fs::write(path.join(SOURCES_FILE), sources.stamp())?;
+    std::fs::write(path.join(DEFINITION_FILE), sources.definition())?;
     Generation::from_index(id, path, index)
 }
 
@@ -698,7 +713,7 @@ mod tests {
     #[test]
     fn upserts_never_leave_duplicates() {
         let dir = tempfile::tempdir().unwrap();
-        let generation = create_generation(dir.path(), &Sources::demo()).unwrap();
+        let generation = create_generation(dir.path(), &crate::sources::for_tests()).unwrap();
         let mut writer = generation.writer(32 << 20).unwrap();
         let mut version = 0;
         for round in 0..150i64 {
@@ -723,12 +738,12 @@ mod tests {
     #[test]
     fn an_index_of_other_sources_says_to_reindex() {
         let dir = tempfile::tempdir().unwrap();
-        SearchIndex::open_or_create(dir.path(), &Sources::demo()).unwrap();
+        SearchIndex::open_or_create(dir.path(), &crate::sources::for_tests()).unwrap();
         let renamed = crate::sources::ConfigFile::parse(
             "[[source]]\nname = \"post\"\ntable = \"questions\"\nid = \"id\"\ncreated_at = \"created_at\"\nfields = [\"title\", \"content\"]",
         )
         .unwrap();
-        let err = SearchIndex::open_or_create(dir.path(), &renamed.sources)
+        let err = SearchIndex::open_or_create(dir.path(), renamed.sources.as_ref().unwrap())
             .err()
             .expect("another list of sources is refused")
             .to_string();
@@ -736,7 +751,7 @@ mod tests {
             err.contains("chaja reindex") && err.contains("post"),
             "{err}"
         );
-        SearchIndex::open_or_create(dir.path(), &Sources::demo()).unwrap();
+        SearchIndex::open_or_create(dir.path(), &crate::sources::for_tests()).unwrap();
     }
 
     /// Per-segment totals are reused only while the segment's deletes stay
@@ -745,7 +760,7 @@ mod tests {
     fn cached_segment_totals_follow_deletes() {
         use crate::index::search::{search, Request};
         let dir = tempfile::tempdir().unwrap();
-        let generation = create_generation(dir.path(), &Sources::demo()).unwrap();
+        let generation = create_generation(dir.path(), &crate::sources::for_tests()).unwrap();
         let mut writer = generation.writer(32 << 20).unwrap();
         for id in 1..=5 {
             let mut d = doc(id, 1);

@@ -789,10 +789,8 @@ fn load_hit(
     let key_term = text(fields.key).unwrap_or_default();
     // The snippet comes from the first body field that holds a match, or
     // the first one.
-    let bodies: Vec<&str> = doc
-        .get_all(fields.content)
-        .filter_map(|v| v.as_str())
-        .collect();
+    let content = text(fields.content).unwrap_or_default();
+    let bodies: Vec<&str> = content.split(super::BODY_SEPARATOR).collect();
     let snippet = bodies
         .iter()
         .find_map(|body| highlight(body, keywords, SNIPPET_CHARS))

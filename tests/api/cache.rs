@@ -225,7 +225,7 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
                     let q = format!("w{} 부하", (n * 4 + c) % 50);
                     let author = n * 4 + c;
                     let (status, _) = app
-                        .get(&format!("/api/search?q={q}&author_id={author}"))
+                        .get(&format!("/api/search?q={q}&attr.author_id={author}"))
                         .await;
                     statuses.push(status.as_u16());
                 }
@@ -508,7 +508,7 @@ async fn trending_over_http(redis: bool) {
     ]);
     assert_eq!(body["keywords"], expected);
     // A filtered search that found nothing says nothing about the content.
-    search(&a, "스프링", "&author_id=999999").await;
+    search(&a, "스프링", "&attr.author_id=999999").await;
     search(
         &a,
         "스프링",

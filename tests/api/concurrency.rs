@@ -75,8 +75,7 @@ async fn insert_questions(app: &TestApp, user: i64, prefix: &str, n: usize) {
 /// scan saw no row would: everything reaches it by replay. Returns its id.
 async fn publish_empty_rebuild(root: std::path::PathBuf) -> u64 {
     tokio::task::spawn_blocking(move || {
-        let generation =
-            chaja::index::create_generation(&root, &chaja::sources::Sources::demo()).unwrap();
+        let generation = chaja::index::create_generation(&root, &chaja::demo::sources()).unwrap();
         generation.writer(32 << 20).unwrap().commit(0).unwrap();
         chaja::index::publish(&root, generation.id).unwrap();
         generation.id

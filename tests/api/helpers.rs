@@ -91,9 +91,12 @@ pub async fn spawn_app_on_schema(store: Store, schema: &[&str], config_toml: &st
     let path = database.write_config(config_toml);
     let file = chaja::sources::ConfigFile::load(&path).expect("the test config loads");
     let db = Db::connect_lazy(&database.url, 1).unwrap();
-    chaja::install::install(&db, &file.sources)
-        .await
-        .expect("chaja install");
+    chaja::install::install(
+        &db,
+        file.sources.as_ref().expect("the config names sources"),
+    )
+    .await
+    .expect("chaja install");
     db.pool.close().await;
     let mut args = serve_args(&database);
     args.store.config = Some(path);
@@ -416,15 +419,6 @@ impl TestApp {
     pub async fn finish(self) {
         let (_, fixture) = self.stop().await;
         fixture.finish().await;
-    }
-
-    /// The config file the server was started with.
-    pub fn config_path(&self) -> PathBuf {
-        self.args
-            .store
-            .config
-            .clone()
-            .expect("started with a config file")
     }
 }
 

@@ -8,7 +8,7 @@ use unicode_normalization::UnicodeNormalization;
 use chaja::index::search::{search_split, Filter, Request, Sort};
 use chaja::index::{create_generation, Generation};
 use chaja::model::{AttrValue, Doc, Key};
-use chaja::sources::{SourceId, Sources};
+use chaja::sources::SourceId;
 use chaja::text::{parse_query, row_matches};
 
 /// Small alphabets so that random keywords actually occur.
@@ -70,7 +70,7 @@ fn keyword() -> impl Strategy<Value = String> {
 
 fn build(docs: &[Doc], deleted: &[usize]) -> (tempfile::TempDir, Generation) {
     let dir = tempfile::tempdir().unwrap();
-    let generation = create_generation(dir.path(), &Sources::demo()).unwrap();
+    let generation = create_generation(dir.path(), &chaja::demo::sources()).unwrap();
     let mut writer = generation.writer(16 << 20).unwrap();
     // Two commits, so there are two segments and deletes in the first.
     let half = docs.len() / 2;

@@ -88,7 +88,7 @@ async fn redis_cluster_carries_the_cache_and_trending_through_a_failover() {
                 n += 1;
                 // A new key each time: every search asks Redis.
                 let (status, _) = app
-                    .get(&format!("/api/search?q=클러스터&author_id={n}"))
+                    .get(&format!("/api/search?q=클러스터&attr.author_id={n}"))
                     .await;
                 statuses.push(status.as_u16());
             }

@@ -110,7 +110,16 @@ async fn bad_search_input_gets_json_4xx(store: Store) {
             "/api/search?q=a&from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z".to_owned(),
             "invalid_time",
         ),
-        ("/api/search?q=a&author_id=x".to_owned(), "invalid_query"),
+        ("/api/search?q=a&author_id=1".to_owned(), "invalid_query"),
+        (
+            "/api/search?q=a&attr.nobody=1".to_owned(),
+            "invalid_attribute",
+        ),
+        ("/api/search?q=a&type=nothing".to_owned(), "invalid_type"),
+        (
+            format!("/api/search?q=a&attr.author_id={}", "7".repeat(201)),
+            "invalid_attribute",
+        ),
         (
             "/api/search?q=a&cursor=garbage".to_owned(),
             "invalid_cursor",
@@ -253,11 +262,12 @@ async fn filters_and_sorts_combine_with_text(store: Store) {
         [q(qa), q(qb), r(rb)]
     );
     assert_eq!(
-        app.search_ids("필터", &format!("&author_id={b}")).await,
+        app.search_ids("필터", &format!("&attr.author_id={b}"))
+            .await,
         [r(rb), q(qb)]
     );
     assert_eq!(
-        app.search_ids("필터", &format!("&author_id={b}&type=question"))
+        app.search_ids("필터", &format!("&attr.author_id={b}&type=question"))
             .await,
         [q(qb)]
     );
