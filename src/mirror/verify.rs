@@ -90,21 +90,13 @@ fn index_entries(generation: &Generation) -> Result<(HashMap<String, u64>, Vec<S
     let mut entries = HashMap::with_capacity(searcher.num_docs() as usize);
     let mut duplicates = Vec::new();
     for segment in searcher.segment_readers() {
-        let Some(keys) = segment.fast_fields().str("key")? else {
-            continue;
-        };
         let digests = segment.fast_fields().u64("digest")?;
-        for doc in segment.doc_ids_alive() {
-            let Some(ord) = keys.term_ords(doc).next() else {
-                continue;
-            };
-            let mut key = String::new();
-            keys.ord_to_str(ord, &mut key)?;
+        crate::index::for_each_live_key(segment, |doc, key| {
             let digest = digests.first(doc).unwrap_or_default();
-            if entries.insert(key.clone(), digest).is_some() {
-                duplicates.push(key);
+            if entries.insert(key.to_owned(), digest).is_some() {
+                duplicates.push(key.to_owned());
             }
-        }
+        })?;
     }
     Ok((entries, duplicates))
 }
