@@ -19,13 +19,6 @@ impl Key {
             Key::Str(s) => s.clone(),
         }
     }
-
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            Key::Int(i) => (*i).into(),
-            Key::Str(s) => s.as_str().into(),
-        }
-    }
 }
 
 /// A stored attribute's value, as the database typed it.

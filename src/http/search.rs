@@ -225,9 +225,7 @@ pub struct HitBody {
     /// The source's name.
     #[serde(rename = "type")]
     pub kind: String,
-    /// The row's key: a number for an integer key, a string otherwise.
-    #[schema(value_type = Object)]
-    pub id: serde_json::Value,
+    pub id: HitId,
     /// The first text field, as HTML (escaped, matches in `<em>`); null
     /// for a source with one text field.
     pub title: Option<String>,
@@ -239,11 +237,28 @@ pub struct HitBody {
     pub attributes: Option<serde_json::Value>,
 }
 
+/// The row's key: a number for an integer key, a string otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum HitId {
+    Number(i64),
+    Text(String),
+}
+
+impl From<crate::model::Key> for HitId {
+    fn from(key: crate::model::Key) -> HitId {
+        match key {
+            crate::model::Key::Int(i) => HitId::Number(i),
+            crate::model::Key::Str(s) => HitId::Text(s),
+        }
+    }
+}
+
 impl HitBody {
     pub fn new(hit: Hit, sources: &Sources) -> HitBody {
         HitBody {
             kind: sources.get(hit.source).name.clone(),
-            id: hit.key.to_json(),
+            id: hit.key.into(),
             title: hit.title,
             snippet: hit.snippet,
             created_at: crate::model::rfc3339(hit.created_at),

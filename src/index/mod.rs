@@ -513,6 +513,21 @@ impl SearchIndex {
     pub fn open_or_create(root: &Path, sources: &Sources) -> Result<SearchIndex> {
         std::fs::create_dir_all(root)?;
         let current = match current_generation(root)? {
+            // Built for other sources (renamed, added, reordered), with a
+            // rebuild for these waiting: the live one cannot be read under
+            // this config at all, so the rebuild takes its place now and
+            // catches up on the outbox from its own checkpoint.
+            Some(id) if !built_for(root, id, sources) => match named(root, NEXT)? {
+                Some(next) if built_for(root, next, sources) => {
+                    tracing::warn!(
+                        generation = next,
+                        "the live index was built for other sources; serving the rebuild for these, which catches up on the outbox"
+                    );
+                    make_current(root, next)?;
+                    Some(next)
+                }
+                _ => Some(id),
+            },
             Some(id) => Some(id),
             // Only a rebuild so far: with nothing served yet, it is as
             // good as any.
@@ -647,6 +662,12 @@ pub fn rebuild_marker(path: &Path) -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_default();
     let hash = blake3::hash(format!("{host}:{}", path.display()).as_bytes());
     format!("rebuild-{}", &hash.to_hex()[..16])
+}
+
+/// Whether generation `id` under `root` was built for `sources`.
+fn built_for(root: &Path, id: u64, sources: &Sources) -> bool {
+    std::fs::read_to_string(generation_path(root, id).join(SOURCES_FILE))
+        .is_ok_and(|stamp| stamp.trim() == sources.stamp())
 }
 
 fn generation_path(root: &Path, id: u64) -> PathBuf {
@@ -792,6 +813,15 @@ mod tests {
             "{err}"
         );
         SearchIndex::open_or_create(dir.path(), &crate::sources::for_tests()).unwrap();
+
+        // `chaja reindex` under the new config: its rebuild is served.
+        let renamed = renamed.sources.as_ref().unwrap();
+        let rebuilt = create_generation(dir.path(), renamed).unwrap();
+        rebuilt.writer(16 << 20).unwrap().commit(0).unwrap();
+        publish(dir.path(), rebuilt.id).unwrap();
+        drop(rebuilt);
+        let index = SearchIndex::open_or_create(dir.path(), renamed).unwrap();
+        assert_eq!(index.live().id, 2);
     }
 
     /// Per-segment totals are reused only while the segment's deletes stay
