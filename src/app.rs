@@ -64,7 +64,7 @@ impl App {
         let dir = args.store.index_dir.clone();
         let index = {
             let sources = sources.clone();
-            tokio::task::spawn_blocking(move || SearchIndex::open_or_create(&dir, &sources))
+            tokio::task::spawn_blocking(move || SearchIndex::open_for_serving(&dir, &sources))
                 .await??
         };
         let mirror = MirrorHandle {

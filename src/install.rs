@@ -278,6 +278,10 @@ pub async fn install(db: &Db, sources: &Sources) -> Result<()> {
             }
             created.push(name);
         }
+    }
+    // Recorded only once every trigger is in place: `check_installed` may
+    // trust these records.
+    for source in sources.iter() {
         sqlx::raw_sql(&record_sql(db.dialect, source))
             .execute(&db.pool)
             .await?;
@@ -332,12 +336,21 @@ pub async fn check_installed(db: &Db, sources: &Sources) -> Result<()> {
                 format!("the outbox table is not installed; {install}"),
             ));
         }
-        // Triggers this user cannot read: none listed, or listed without
-        // their statements.
-        let unreadable = found
+        // Triggers this user cannot read: MariaDB lists them without
+        // their statements; MySQL lists none to a user without the
+        // TRIGGER privilege. Only then is the record trusted: a table
+        // whose triggers are really gone (recreated by a migration tool)
+        // must fail here.
+        let on_table: Vec<&Trigger> = found
             .iter()
             .filter(|t| t.table.eq_ignore_ascii_case(&source.table))
-            .all(|t| t.statement.is_none());
+            .collect();
+        let unreadable = db.dialect == Dialect::MySql
+            && if on_table.is_empty() {
+                !may_see_triggers(db).await?
+            } else {
+                on_table.iter().all(|t| t.statement.is_none())
+            };
         if unreadable && recorded(db, source).await? {
             tracing::info!(
                 source = source.name,
@@ -365,6 +378,21 @@ pub async fn check_installed(db: &Db, sources: &Sources) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether this MySQL user holds the TRIGGER privilege on the current
+/// database (globally, on it, or on one of its tables): the privilege
+/// views list the current user's own grants; schema grants may be
+/// patterns (`site\_%`).
+async fn may_see_triggers(db: &Db) -> Result<bool> {
+    let count: i64 = sqlx::query_scalar(
+        "SELECT CAST((SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER') \
+         + (SELECT COUNT(*) FROM information_schema.SCHEMA_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND DATABASE() LIKE TABLE_SCHEMA) \
+         + (SELECT COUNT(*) FROM information_schema.TABLE_PRIVILEGES WHERE PRIVILEGE_TYPE = 'TRIGGER' AND TABLE_SCHEMA = DATABASE()) AS SIGNED)",
+    )
+    .fetch_one(&db.pool)
+    .await?;
+    Ok(count > 0)
 }
 
 /// Whether `search_installed` records this source's triggers as this
@@ -553,6 +581,29 @@ pub async fn check_source(db: &Db, source: &Source) -> Result<()> {
                         ),
                     ));
                 }
+            }
+        }
+        // Attributes are read as text: binary data would not be.
+        const BINARY_TYPES: &[&str] = &[
+            "binary",
+            "varbinary",
+            "tinyblob",
+            "blob",
+            "mediumblob",
+            "longblob",
+            "bit",
+            "geometry",
+            "point",
+            "linestring",
+            "polygon",
+        ];
+        for column in &source.attributes {
+            let found = type_of(column);
+            if BINARY_TYPES.contains(&found) {
+                return Err(misconfigured(
+                    source,
+                    format!("attribute `{column}` is {found}; attributes are read as text, so binary columns cannot be one"),
+                ));
             }
         }
         if let Some((_, _, Some(longest))) = column_of(&source.id) {

@@ -222,8 +222,28 @@ impl Sources {
     /// time zones): an index built under another one holds rows the
     /// current filter may hide, until a reindex.
     pub fn definition(&self) -> String {
-        let text = format!("{:?}", self.list);
-        blake3::hash(text.as_bytes()).to_hex()[..16].to_owned()
+        let text: Vec<String> = self
+            .list
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}|{}|{}|{}|{:?}|{}|{}|{}|{}",
+                    s.name,
+                    s.table,
+                    s.id,
+                    s.created_at,
+                    s.time_unit,
+                    s.fields.join(","),
+                    s.filter.as_deref().unwrap_or(""),
+                    s.attributes.join(","),
+                    s.timezone
+                        .as_ref()
+                        .and_then(|tz| tz.iana_name())
+                        .unwrap_or("UTC")
+                )
+            })
+            .collect();
+        blake3::hash(text.join("\n").as_bytes()).to_hex()[..16].to_owned()
     }
 }
 
@@ -244,7 +264,8 @@ fn check_filter(filter: &str) -> Result<(), &'static str> {
     let mut chars = filter.chars().peekable();
     while let Some(c) = chars.next() {
         if let Some(q) = quote {
-            if c == '\\' {
+            // MySQL's backslash escape, in strings only (not in `names`).
+            if c == '\\' && q != '`' {
                 chars.next();
             } else if c == q {
                 quote = None;

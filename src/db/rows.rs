@@ -139,9 +139,16 @@ pub async fn count_rows(db: &Db, source: &Source) -> Result<i64> {
 fn doc_from_row(source: &Source, id: SourceId, row: &sqlx::any::AnyRow) -> Result<Doc> {
     // The triggers' text of the key; a number only when it reads back the
     // same (not an unsigned value past i64, not ZEROFILL's `0007`).
+    // The raw value says whether the column is an integer (the `Any`
+    // driver sign-extends unsigned ones, so not its value).
     let key_text = text(row, 1)?;
-    let key = match row.try_get::<i64, _>(0) {
-        Ok(i) if i.to_string() == key_text => Key::Int(i),
+    let raw = row.try_get_raw(0)?;
+    let integer_column = matches!(
+        sqlx::TypeInfo::name(sqlx::ValueRef::type_info(&raw).as_ref()),
+        "SMALLINT" | "INTEGER" | "BIGINT"
+    );
+    let key = match key_text.parse::<i64>() {
+        Ok(i) if integer_column && i.to_string() == key_text => Key::Int(i),
         _ => Key::Str(key_text),
     };
     let created = nullable_text(row, 2)?;

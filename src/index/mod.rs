@@ -511,13 +511,26 @@ pub struct SearchIndex {
 impl SearchIndex {
     /// Opens the live generation under `root`, creating an empty first one.
     pub fn open_or_create(root: &Path, sources: &Sources) -> Result<SearchIndex> {
+        SearchIndex::open(root, sources, false)
+    }
+
+    /// [`SearchIndex::open_or_create`] for the server: when the live
+    /// generation was built for other sources and a rebuild for these waits
+    /// in `NEXT` (`chaja reindex` after a config change), the rebuild is
+    /// made live, since the old one cannot be read under this config at
+    /// all; the indexer catches it up on the outbox from its checkpoint.
+    /// Nothing else adopts it: `verify` must not move what a running
+    /// server serves.
+    pub fn open_for_serving(root: &Path, sources: &Sources) -> Result<SearchIndex> {
+        SearchIndex::open(root, sources, true)
+    }
+
+    fn open(root: &Path, sources: &Sources, adopt: bool) -> Result<SearchIndex> {
         std::fs::create_dir_all(root)?;
         let current = match current_generation(root)? {
-            // Built for other sources (renamed, added, reordered), with a
-            // rebuild for these waiting: the live one cannot be read under
-            // this config at all, so the rebuild takes its place now and
-            // catches up on the outbox from its own checkpoint.
-            Some(id) if !built_for(root, id, sources) => match named(root, NEXT)? {
+            // Built for other sources, with a rebuild for these waiting
+            // (see `open_for_serving`).
+            Some(id) if adopt && !built_for(root, id, sources) => match named(root, NEXT)? {
                 Some(next) if built_for(root, next, sources) => {
                     tracing::warn!(
                         generation = next,
@@ -820,7 +833,8 @@ mod tests {
         rebuilt.writer(16 << 20).unwrap().commit(0).unwrap();
         publish(dir.path(), rebuilt.id).unwrap();
         drop(rebuilt);
-        let index = SearchIndex::open_or_create(dir.path(), renamed).unwrap();
+        assert!(SearchIndex::open_or_create(dir.path(), renamed).is_err());
+        let index = SearchIndex::open_for_serving(dir.path(), renamed).unwrap();
         assert_eq!(index.live().id, 2);
     }
 

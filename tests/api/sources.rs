@@ -24,6 +24,7 @@ both_stores!(
     a_config_with_sources_serves_no_demo_tables_or_routes,
     reindex_and_verify_work_per_source,
     a_changed_key_leaves_the_old_one_behind,
+    a_dropped_trigger_is_not_hidden_by_the_install_record,
 );
 
 /// A Q&A site's two tables: questions are soft-deleted and can be hidden
@@ -1003,4 +1004,34 @@ async fn a_key_changed_in_case_only_leaves_the_old_one() {
     app.wait_indexed().await;
     assert_eq!(app.search("러스트", "").await["total"], 0);
     app.finish().await;
+}
+
+/// A trigger that is gone (a migration tool recreated the table, someone
+/// dropped it) stops chaja, though `search_installed` still records the
+/// install: the record stands in only for triggers this user cannot see.
+async fn a_dropped_trigger_is_not_hidden_by_the_install_record(store: Store) {
+    let database = Database::create(store).await;
+    database.run(qa_schema(store)).await;
+    let config = database.write_config(QA_CONFIG);
+    let db = Db::connect_lazy(&database.url, 1).unwrap();
+    let file = chaja::sources::ConfigFile::load(&config).unwrap();
+    chaja::install::install(&db, file.sources.as_ref().unwrap())
+        .await
+        .unwrap();
+    let verify = ["verify", "--config", config.to_str().unwrap()];
+    let output = chaja(&database, &verify, &[]).await;
+    assert!(output.status.success(), "{}", said(&output));
+    sqlx::raw_sql("DROP TRIGGER chaja_answer_update")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let output = chaja(&database, &verify, &[]).await;
+    let message = said(&output);
+    assert!(!output.status.success(), "ran without a trigger: {message}");
+    assert!(
+        message.contains("chaja_answer_update") && message.contains("chaja install"),
+        "{message}"
+    );
+    db.pool.close().await;
+    database.finish().await;
 }
