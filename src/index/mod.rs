@@ -838,6 +838,35 @@ mod tests {
         assert_eq!(index.live().id, 2);
     }
 
+    /// A keyword never matches across two body fields, as `LIKE` on each
+    /// column would not: `스프링` ends one field and `링부트` starts the next.
+    #[test]
+    fn no_match_spans_two_body_fields() {
+        use crate::index::search::{search, Request};
+        let dir = tempfile::tempdir().unwrap();
+        let generation = create_generation(dir.path(), &crate::sources::for_tests()).unwrap();
+        let mut writer = generation.writer(32 << 20).unwrap();
+        let mut d = doc(1, 1);
+        d.title = None;
+        d.body = vec!["설정 스프링".to_owned(), "링부트 끝".to_owned()];
+        writer.upsert(&d).unwrap();
+        writer.commit(1).unwrap();
+        generation.reader.reload().unwrap();
+        let total = |q: &str| {
+            search(
+                &generation,
+                &Request::newest_first(crate::text::parse_query(q), 1),
+            )
+            .unwrap()
+            .total
+        };
+        assert_eq!(total("스프링"), 1);
+        assert_eq!(total("링부트"), 1);
+        for across in ["스프링부트", "링링", "링링부", "정 스프링링부트"] {
+            assert_eq!(total(across), 0, "{across}");
+        }
+    }
+
     /// Per-segment totals are reused only while the segment's deletes stay
     /// the same: after a delete the total is counted again.
     #[test]
