@@ -19,7 +19,6 @@
 
 use sqlx::Row;
 
-use crate::db::rows::misconfigured;
 use crate::db::{Db, Dialect};
 use crate::error::{Error, Result};
 use crate::sources::{Source, Sources};
@@ -33,6 +32,14 @@ const TABLES: [&str; 5] = [
     "search_secrets",
     "search_installed",
 ];
+
+/// A configuration problem found in the database, naming the source.
+fn misconfigured(source: &Source, what: impl std::fmt::Display) -> Error {
+    Error::Config(format!(
+        "source {:?} (table `{}`): {what}",
+        source.name, source.table
+    ))
+}
 
 /// Longest key text the outbox holds: a string key column must not be
 /// longer, or the trigger's insert would fail the user's own write.

@@ -19,7 +19,7 @@
 use sqlx::{AnyConnection, Row};
 
 use super::{placeholders, text, Db};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{AttrValue, Doc, Key};
 use crate::sources::{Source, SourceId, Sources, TimeUnit};
 
@@ -193,15 +193,12 @@ fn doc_from_row(source: &Source, id: SourceId, row: &sqlx::any::AnyRow) -> Resul
     })
 }
 
+/// A column read as text (`CAST(… AS CHAR)`), or `None` for NULL.
 fn nullable_text(row: &sqlx::any::AnyRow, i: usize) -> Result<Option<String>> {
-    let raw = row.try_get_raw(i)?;
-    if sqlx::ValueRef::is_null(&raw) {
+    if sqlx::ValueRef::is_null(&row.try_get_raw(i)?) {
         return Ok(None);
     }
-    match row.try_get::<i64, _>(i) {
-        Ok(n) => Ok(Some(n.to_string())),
-        Err(_) => Ok(Some(text(row, i)?)),
-    }
+    text(row, i).map(Some)
 }
 
 /// An attribute read as text: a number when it is one, written the way
@@ -254,14 +251,4 @@ fn parse_datetime(
     }
     .map_err(|e| format!("created_at {value:?}: {e}"))?;
     Ok(zoned.timestamp().as_millisecond())
-}
-
-/// A source as the config names it, for errors.
-pub fn describe(source: &Source) -> String {
-    format!("source {:?} (table `{}`)", source.name, source.table)
-}
-
-/// A configuration problem found in the database.
-pub fn misconfigured(source: &Source, what: impl std::fmt::Display) -> Error {
-    Error::Config(format!("{}: {what}", describe(source)))
 }

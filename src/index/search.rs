@@ -203,19 +203,7 @@ pub struct SearchKey(String);
 impl SearchKey {
     /// The query without paging: 16 hex digits of a BLAKE3 hash.
     pub fn query(request: &Request) -> SearchKey {
-        let (keywords, synonyms) = words(request);
-        let f = &request.filter;
-        let text = serde_json::json!([
-            keywords,
-            synonyms,
-            f.source.map(SourceId::index),
-            f.attributes,
-            f.from,
-            f.to,
-            request.sort.as_str(),
-            request.morph
-        ])
-        .to_string();
+        let text = serde_json::json!([matched_set(request), request.sort.as_str()]).to_string();
         SearchKey(blake3::hash(text.as_bytes()).to_hex()[..16].to_owned())
     }
 
@@ -391,12 +379,11 @@ fn words(request: &Request) -> (Vec<&str>, Vec<Vec<&str>>) {
     (keywords, synonyms)
 }
 
-/// What a query's per-segment total depends on: keywords, filters and the
-/// match mode, not the order or the page.
-fn totals_key(request: &Request) -> String {
+/// What decides which rows match, not their order or the page: keywords,
+/// synonyms, filters and the match mode. Both keys below start from it.
+fn matched_set(request: &Request) -> serde_json::Value {
     let (keywords, synonyms) = words(request);
     let f = &request.filter;
-    let analyzer = morph::analyzer().name();
     serde_json::json!([
         keywords,
         synonyms,
@@ -404,10 +391,14 @@ fn totals_key(request: &Request) -> String {
         f.attributes,
         f.from,
         f.to,
-        request.morph,
-        analyzer
+        request.morph
     ])
-    .to_string()
+}
+
+/// What a query's per-segment total depends on: the matched set, and the
+/// analyzer that morpheme matches were indexed with.
+fn totals_key(request: &Request) -> String {
+    serde_json::json!([matched_set(request), morph::analyzer().name()]).to_string()
 }
 
 /// Matches a scan visits between two looks at its [`Budget`]: a look is
