@@ -31,6 +31,9 @@ pub struct App {
     /// How long to answer, not ready, between the shutdown signal and
     /// closing the listener.
     drain: Duration,
+    /// Stops reading the index into the page cache (see `index::warm`)
+    /// at shutdown, so that a stop never waits for a long read.
+    stop_warming: CancellationToken,
 }
 
 impl App {
@@ -72,6 +75,34 @@ impl App {
             ..MirrorHandle::default()
         };
         mirror.progress.committed(index.live().applied_seq()?);
+        // Not ready until the index is in the page cache: after a restart
+        // on a cold cache, the first queries would otherwise read it from
+        // disk piece by piece (see `index::warm`). Searches are answered
+        // meanwhile; only the balancer waits.
+        mirror.progress.set_warming(true);
+        let stop_warming = CancellationToken::new();
+        {
+            let progress = mirror.progress.clone();
+            let dir = index.live().path.clone();
+            let stop = stop_warming.clone();
+            tokio::task::spawn_blocking(move || {
+                let started = std::time::Instant::now();
+                let budget = crate::index::warm::default_budget();
+                match crate::index::warm::warm(&dir, budget, &|| !stop.is_cancelled()) {
+                    Ok(warmed) => tracing::info!(
+                        files = warmed.files,
+                        bytes = warmed.bytes,
+                        skipped_bytes = warmed.skipped_bytes,
+                        ms = started.elapsed().as_millis() as u64,
+                        "index read into the page cache"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reading the index into the page cache failed; serving it cold")
+                    }
+                }
+                progress.set_warming(false);
+            });
+        }
         let redis = match &args.redis_url {
             Some(url) => Some(RedisTier::new(
                 url,
@@ -159,6 +190,7 @@ impl App {
             health_db,
             replica_watch,
             drain: Duration::from_millis(args.drain_ms),
+            stop_warming,
         })
     }
 
@@ -174,11 +206,13 @@ impl App {
         tokio::spawn({
             let (shutdown, serving) = (shutdown.clone(), serving.clone());
             let (progress, drain) = (self.state.mirror.progress.clone(), self.drain);
+            let stop_warming = self.stop_warming.clone();
             async move {
                 tokio::select! {
                     _ = shutdown.cancelled() => {}
                     _ = serving.cancelled() => return,
                 }
+                stop_warming.cancel();
                 if !drain.is_zero() {
                     progress.start_draining();
                     tracing::info!(

@@ -29,7 +29,7 @@ async fn healthz() -> Json<Value> {
 /// whose index is frozen (database down, indexer dead or stuck, outbox
 /// rewound under it) should not take new traffic from a balancer that has a
 /// better one.
-#[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, description = "index open, database reachable, indexer following the outbox"), (status = 503, description = "database unreachable, the indexer stopped, stuck or waiting for a rebuild, the read replica lagging, or the server draining before shutdown")))]
+#[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, description = "index open, database reachable, indexer following the outbox"), (status = 503, description = "database unreachable, the indexer stopped, stuck or waiting for a rebuild, the read replica lagging, the index still being read into memory after a start, or the server draining before shutdown")))]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let readiness = Readiness::of(&state);
     let status = if readiness.ready() {
@@ -41,6 +41,7 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let body = json!({
         "database": readiness.database,
         "draining": readiness.draining,
+        "warming": readiness.warming,
         // Redis never decides readiness: searches answer without it.
         "redis": state.cache.redis_state().map_or("off", |s| s.as_str()),
         "index": { "generation": generation.id, "docs": generation.num_docs() },
@@ -75,6 +76,8 @@ pub(crate) struct Readiness {
     pub failing: bool,
     /// Shutting down: still answering, taking no new traffic.
     pub draining: bool,
+    /// The index is still being read into the page cache after a start.
+    pub warming: bool,
     /// Outbox rows past the applied position; unknown while the database
     /// is down.
     pub backlog: Option<i64>,
@@ -103,6 +106,7 @@ impl Readiness {
             rewound: progress.is_rewound(),
             failing: progress.is_failing(),
             draining: progress.is_draining(),
+            warming: progress.is_warming(),
             backlog,
             seconds_behind,
             replica: health.and_then(|h| h.replica),
@@ -117,6 +121,7 @@ impl Readiness {
             && !self.rewound
             && !self.failing
             && !self.draining
+            && !self.warming
             && !lagging
     }
 }

@@ -13,6 +13,7 @@ pub mod morph;
 pub mod schema;
 pub mod search;
 pub mod tokenizer;
+pub mod warm;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -28,7 +29,7 @@ use tantivy::{
 
 use crate::model::Doc;
 use crate::sources::{SourceId, Sources, MAX_SOURCES};
-use schema::{build_schema, Fields, BIGRAM, MORPH, TRIGRAM, UNIGRAM};
+use schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use tokenizer::GramTokenizer;
 
 pub type Result<T, E = tantivy::TantivyError> = std::result::Result<T, E>;
@@ -39,9 +40,20 @@ const NEXT: &str = "NEXT";
 /// Names what a generation was built with: the text normalization its grams
 /// hold and the analyzer of its morphological fields.
 const ANALYZER_FILE: &str = "analyzer";
-/// Names the sources a generation was built for, one per line, in order:
-/// a document stores its source's position.
+/// Names the sources a generation was built for, one per line, in order
+/// (a document stores its source's position), then [`LAYOUT`].
 const SOURCES_FILE: &str = "sources";
+/// The last line of [`SOURCES_FILE`]: the fields this version indexes.
+/// Besides the schema check, it keeps a server of an older version (which
+/// compares the file with its list of sources alone) from adopting a
+/// rebuild in this layout, whose keywords it would look up in fields that
+/// no longer hold them.
+const LAYOUT: &str = "layout: grams4";
+
+/// What [`SOURCES_FILE`] holds for a generation of `sources`.
+fn generation_stamp(sources: &Sources) -> String {
+    format!("{}\n{LAYOUT}", sources.stamp())
+}
 /// `Sources::definition` of what a generation was built from.
 const DEFINITION_FILE: &str = "sources.definition";
 
@@ -66,14 +78,23 @@ pub struct Generation {
     /// Matches searches have visited in this generation: the work counter
     /// that shows a stopped search stopped.
     pub scanned: std::sync::atomic::AtomicU64,
+    /// Each segment's source of every document, one byte per document
+    /// (see `search::doc_sources`).
+    pub doc_sources: DocSources,
 }
+
+/// segment → the source position of each of its documents. A segment's
+/// documents never change, so this is read from `uid` once per segment;
+/// entries of segments merged away expire unused.
+pub type DocSources = moka::sync::Cache<tantivy::index::SegmentId, Arc<[u8]>>;
 
 /// (segment, its deleted-document count, query) → matching documents by
 /// source (`search::SourceCounts`).
 pub type SegmentTotals =
     moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), search::SourceCounts>;
 
-/// Joins a row's body fields in the `content` field (see `DocWriter::add`).
+/// Joins a row's body fields in the stored `content` field, and the title
+/// and the body fields in the gram fields (see `DocWriter::add`).
 pub const BODY_SEPARATOR: &str = "\u{0}";
 
 /// Bits of a `uid` that hold the source; the next one says the key is a
@@ -120,12 +141,22 @@ impl Generation {
     fn open(root: &Path, id: u64, sources: &Sources) -> Result<Generation> {
         let path = generation_path(root, id);
         let index = Index::open(MmapDirectory::open(&path)?)?;
+        if index.schema() != build_schema() {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "the index at {} was built by another version of chaja, with other fields: run `chaja reindex` to rebuild it in this version's layout",
+                path.display()
+            )));
+        }
         let built_for = std::fs::read_to_string(path.join(SOURCES_FILE)).unwrap_or_default();
-        if built_for.trim() != sources.stamp() {
+        if built_for.trim() != generation_stamp(sources) {
+            let names: Vec<&str> = built_for
+                .lines()
+                .filter(|line| !line.starts_with("layout:"))
+                .collect();
             return Err(tantivy::TantivyError::InvalidArgument(format!(
                 "the index at {} was built for the sources [{}], but the config names [{}]: a source was renamed, added, removed or moved. Run `chaja reindex` with this config to rebuild the index for it",
                 path.display(),
-                built_for.trim().replace('\n', ", "),
+                names.join(", "),
                 sources.stamp().replace('\n', ", ")
             )));
         }
@@ -150,6 +181,9 @@ impl Generation {
     }
 
     fn from_index(id: u64, path: PathBuf, index: Index) -> Result<Generation> {
+        index
+            .tokenizers()
+            .register(FOURGRAM, GramTokenizer::fourgram());
         index
             .tokenizers()
             .register(TRIGRAM, GramTokenizer::trigram());
@@ -177,6 +211,11 @@ impl Generation {
             fields,
             totals: moka::sync::Cache::new(100_000),
             scanned: Default::default(),
+            doc_sources: moka::sync::Cache::builder()
+                .weigher(|_, sources: &Arc<[u8]>| u32::try_from(sources.len()).unwrap_or(u32::MAX))
+                .max_capacity(1 << 30)
+                .time_to_idle(std::time::Duration::from_secs(600))
+                .build(),
         })
     }
 
@@ -421,22 +460,26 @@ impl DocWriter {
             }
             d.add_text(f.attributes, serde_json::Value::Object(stored).to_string());
         }
-        if let Some(title) = &doc.title {
-            d.add_text(f.title, title);
-            d.add_text(f.grams2, title);
-            d.add_text(f.chars, title);
-            d.add_text(f.title_morph, morphemes.title);
-        }
         // The body fields as one value, joined by NUL: a keyword never
         // holds a NUL (control characters are refused in queries), so no
         // gram that spans two columns can match, and a phrase does not run
         // from one column into the next, as `LIKE` on each would not.
         // (tantivy's gap between the values of a field is one position,
-        // too little for phrases of trigrams.) Snippets split it again.
+        // too little for phrases of 4-grams.) Snippets split it again. The
+        // gram fields take the title the same way, in front.
         let body = doc.body.join(BODY_SEPARATOR);
         d.add_text(f.content, &body);
-        d.add_text(f.grams2, &body);
-        d.add_text(f.chars, &body);
+        let grams_of = match &doc.title {
+            Some(title) => {
+                d.add_text(f.title, title);
+                d.add_text(f.title_morph, morphemes.title);
+                format!("{title}{BODY_SEPARATOR}{body}")
+            }
+            None => body,
+        };
+        for field in [f.grams4, f.grams3, f.grams2, f.chars] {
+            d.add_text(field, &grams_of);
+        }
         d.add_text(f.content_morph, morphemes.content);
         self.writer.add_document(d)?;
         Ok(())
@@ -515,8 +558,9 @@ impl SearchIndex {
     }
 
     /// [`SearchIndex::open_or_create`] for the server: when the live
-    /// generation was built for other sources and a rebuild for these waits
-    /// in `NEXT` (`chaja reindex` after a config change), the rebuild is
+    /// generation was built for other sources or by a version of chaja with
+    /// other fields, and a rebuild for these waits in `NEXT` (`chaja
+    /// reindex` after a config change or an upgrade), the rebuild is
     /// made live, since the old one cannot be read under this config at
     /// all; the indexer catches it up on the outbox from its checkpoint.
     /// Nothing else adopts it: `verify` must not move what a running
@@ -528,13 +572,13 @@ impl SearchIndex {
     fn open(root: &Path, sources: &Sources, adopt: bool) -> Result<SearchIndex> {
         std::fs::create_dir_all(root)?;
         let current = match current_generation(root)? {
-            // Built for other sources, with a rebuild for these waiting
-            // (see `open_for_serving`).
+            // Built for other sources or in another layout, with a rebuild
+            // for these waiting (see `open_for_serving`).
             Some(id) if adopt && !built_for(root, id, sources) => match named(root, NEXT)? {
                 Some(next) if built_for(root, next, sources) => {
                     tracing::warn!(
                         generation = next,
-                        "the live index was built for other sources; serving the rebuild for these, which catches up on the outbox"
+                        "the live index was built for other sources or by another version of chaja; serving the rebuild, which catches up on the outbox"
                     );
                     make_current(root, next)?;
                     Some(next)
@@ -677,10 +721,13 @@ pub fn rebuild_marker(path: &Path) -> String {
     format!("rebuild-{}", &hash.to_hex()[..16])
 }
 
-/// Whether generation `id` under `root` was built for `sources`.
+/// Whether generation `id` under `root` was built for `sources`, in this
+/// version's schema: one that was not cannot be served.
 fn built_for(root: &Path, id: u64, sources: &Sources) -> bool {
-    std::fs::read_to_string(generation_path(root, id).join(SOURCES_FILE))
-        .is_ok_and(|stamp| stamp.trim() == sources.stamp())
+    let path = generation_path(root, id);
+    std::fs::read_to_string(path.join(SOURCES_FILE))
+        .is_ok_and(|stamp| stamp.trim() == generation_stamp(sources))
+        && Index::open_in_dir(&path).is_ok_and(|index| index.schema() == build_schema())
 }
 
 fn generation_path(root: &Path, id: u64) -> PathBuf {
@@ -738,7 +785,7 @@ pub fn create_generation(root: &Path, sources: &Sources) -> Result<Generation> {
         .settings(settings)
         .create_in_dir(&path)?;
     std::fs::write(path.join(ANALYZER_FILE), analyzer_stamp())?;
-    std::fs::write(path.join(SOURCES_FILE), sources.stamp())?;
+    std::fs::write(path.join(SOURCES_FILE), generation_stamp(sources))?;
     std::fs::write(path.join(DEFINITION_FILE), sources.definition())?;
     Generation::from_index(id, path, index)
 }
@@ -838,6 +885,38 @@ mod tests {
         assert_eq!(index.live().id, 2);
     }
 
+    /// A generation written by a version with other fields (here: one
+    /// without `grams3`) is refused with the way out, and the server serves
+    /// its rebuild in this version's layout.
+    #[test]
+    fn an_index_of_another_layout_says_to_reindex() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = crate::sources::for_tests();
+        let old = generation_path(dir.path(), 1);
+        std::fs::create_dir_all(&old).unwrap();
+        let mut schema = tantivy::schema::Schema::builder();
+        for entry in build_schema().fields().map(|(_, entry)| entry.clone()) {
+            if entry.name() != "grams3" {
+                schema.add_field(entry);
+            }
+        }
+        Index::create_in_dir(&old, schema.build()).unwrap();
+        std::fs::write(old.join(SOURCES_FILE), generation_stamp(&sources)).unwrap();
+        make_current(dir.path(), 1).unwrap();
+        let err = SearchIndex::open_or_create(dir.path(), &sources)
+            .err()
+            .expect("another layout is refused")
+            .to_string();
+        assert!(err.contains("chaja reindex"), "{err}");
+
+        let rebuilt = create_generation(dir.path(), &sources).unwrap();
+        rebuilt.writer(16 << 20).unwrap().commit(0).unwrap();
+        publish(dir.path(), rebuilt.id).unwrap();
+        drop(rebuilt);
+        let index = SearchIndex::open_for_serving(dir.path(), &sources).unwrap();
+        assert_eq!(index.live().id, 2);
+    }
+
     /// A keyword never matches across two body fields, as `LIKE` on each
     /// column would not: `스프링` ends one field and `링부트` starts the next.
     #[test]
@@ -863,6 +942,55 @@ mod tests {
         assert_eq!(total("스프링"), 1);
         assert_eq!(total("링부트"), 1);
         for across in ["스프링부트", "링링", "링링부", "정 스프링링부트"] {
+            assert_eq!(total(across), 0, "{across}");
+        }
+    }
+
+    /// Nor across the title and the first body field, which the gram
+    /// fields index as one value; each keyword class (1–4 characters as
+    /// one term, longer as a phrase) finds what each field holds, at
+    /// either end.
+    #[test]
+    fn no_match_spans_title_and_body() {
+        use crate::index::search::{search, Request};
+        let dir = tempfile::tempdir().unwrap();
+        let generation = create_generation(dir.path(), &crate::sources::for_tests()).unwrap();
+        let mut writer = generation.writer(32 << 20).unwrap();
+        let mut d = doc(1, 1);
+        d.title = Some("스프링".to_owned());
+        d.body = vec!["부트 설정법".to_owned()];
+        writer.upsert(&d).unwrap();
+        writer.commit(1).unwrap();
+        generation.reader.reload().unwrap();
+        let total = |q: &str| {
+            search(
+                &generation,
+                &Request::newest_first(crate::text::parse_query(q), 1),
+            )
+            .unwrap()
+            .total
+        };
+        for within in [
+            "스",
+            "링",
+            "스프",
+            "스프링",
+            "부트",
+            "부트 설",
+            "부트 설정",
+            "부트 설정법",
+            "정법",
+        ] {
+            assert_eq!(total(within), 1, "{within}");
+        }
+        for across in [
+            "링부",
+            "링부트",
+            "프링부트",
+            "스프링부트",
+            "스프링 부트",
+            "링 ",
+        ] {
             assert_eq!(total(across), 0, "{across}");
         }
     }

@@ -45,7 +45,7 @@ pub enum Analyzer {
     /// No dictionary: words only.
     Words,
     /// `CHAJA_KO_DIC=off`: no morphological tokens at all, for the fastest
-    /// rebuilds; relevance then scores the trigram fields.
+    /// rebuilds; relevance then scores the gram fields.
     Off,
 }
 

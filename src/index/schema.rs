@@ -6,6 +6,7 @@ use tantivy::schema::{
 };
 
 /// Tokenizer names, registered on every opened index.
+pub const FOURGRAM: &str = "chaja_fourgram";
 pub const TRIGRAM: &str = "chaja_trigram";
 pub const BIGRAM: &str = "chaja_bigram";
 pub const UNIGRAM: &str = "chaja_unigram";
@@ -30,16 +31,24 @@ pub struct Fields {
     pub attrs: Field,
     /// The attributes as a JSON object, stored for the hit.
     pub attributes: Field,
-    /// Original text, stored for snippets; indexed as positional trigrams
-    /// with frequencies: a 3-character keyword is one term, a longer one a
-    /// phrase of few, sparse terms, and BM25 has what it needs.
+    /// The original title and body fields, stored for hits and snippets.
     pub title: Field,
     pub content: Field,
-    /// Bigrams of title and content, doc ids only: a 2-character keyword is
-    /// one term, counted from its postings.
+    /// The gram fields index one value per row: the title and the body
+    /// fields joined by NUL (see `DocWriter::add`), so that a keyword of up
+    /// to 4 characters is exactly one term of one field, whose postings
+    /// say which rows hold it with no union of title and body matches.
+    ///
+    /// 4-grams with frequencies and positions: a 4-character keyword is one
+    /// term, a longer one a phrase of few, rare terms (so few candidates to
+    /// check positions of), and BM25 has what it needs.
+    pub grams4: Field,
+    /// Trigrams, doc ids only: a 3-character keyword is one term, counted
+    /// from its postings.
+    pub grams3: Field,
+    /// Bigrams, doc ids only: the same for 2-character keywords.
     pub grams2: Field,
-    /// Every character of title and content, doc ids only: the same for
-    /// 1-character keywords.
+    /// Every character, doc ids only: the same for 1-character keywords.
     pub chars: Field,
     /// Content morphemes of title and content (see `morph`), with
     /// frequencies for BM25: what `sort=relevance` scores and `match=morph`
@@ -59,6 +68,8 @@ impl Fields {
             attributes: schema.get_field("attributes")?,
             title: schema.get_field("title")?,
             content: schema.get_field("content")?,
+            grams4: schema.get_field("grams4")?,
+            grams3: schema.get_field("grams3")?,
             grams2: schema.get_field("grams2")?,
             chars: schema.get_field("chars")?,
             title_morph: schema.get_field("title_morph")?,
@@ -76,13 +87,16 @@ pub fn build_schema() -> Schema {
     b.add_u64_field("digest", NumericOptions::default() | FAST);
     b.add_text_field("attrs", STRING);
     b.add_text_field("attributes", STORED);
-    let trigrams = TextOptions::default().set_stored().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(TRIGRAM)
-            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    b.add_text_field("title", STORED);
+    b.add_text_field("content", STORED);
+    b.add_text_field(
+        "grams4",
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(FOURGRAM)
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        ),
     );
-    b.add_text_field("title", trigrams.clone());
-    b.add_text_field("content", trigrams);
     let doc_ids_only = |tokenizer| {
         TextOptions::default().set_indexing_options(
             TextFieldIndexing::default()
@@ -91,6 +105,7 @@ pub fn build_schema() -> Schema {
                 .set_fieldnorms(false),
         )
     };
+    b.add_text_field("grams3", doc_ids_only(TRIGRAM));
     b.add_text_field("grams2", doc_ids_only(BIGRAM));
     b.add_text_field("chars", doc_ids_only(UNIGRAM));
     let morphemes = TextOptions::default().set_indexing_options(

@@ -4,8 +4,13 @@
 //! normalized title or content contains it:
 //! - 1 character: one term of `chars`;
 //! - 2 characters: one term of `grams2`;
-//! - 3 characters: one trigram term in `title` or `content`;
-//! - longer: a slop-0 phrase of the fewest trigrams that pin every character.
+//! - 3 characters: one term of `grams3`;
+//! - 4 characters: one term of `grams4`;
+//! - longer: a slop-0 phrase of the fewest 4-grams that pin every character.
+//!
+//! So a keyword of up to 4 characters, the bulk of what people type, is
+//! counted from one posting list with no position to check, and a longer
+//! one checks positions only where its rare 4-grams all occur.
 //!
 //! The total is exact, and split by source: every match
 //! is visited once per segment and the counts are kept per segment (see
@@ -42,7 +47,7 @@ use tantivy::{DocAddress, DocId, DocSet, Searcher, SegmentReader, TantivyDocumen
 
 use super::morph;
 use super::schema::Fields;
-use super::tokenizer::trigram_cover;
+use super::tokenizer::fourgram_cover;
 use super::{Generation, Result};
 use crate::model::Key;
 use crate::sources::{SourceId, MAX_SOURCES};
@@ -86,7 +91,8 @@ pub enum Sort {
     /// content morphemes, times a recency factor, then newest first. With
     /// `match=morph`, rows that contain the exact substring come before rows
     /// that only share morphemes. A query with no content morpheme (`니다`)
-    /// falls back to BM25 over the trigram fields.
+    /// falls back to BM25 over the 4-gram field (keywords of 4 or more
+    /// characters; shorter ones score alike, so newest first decides).
     Relevance,
 }
 
@@ -120,12 +126,6 @@ impl Filter {
             .is_none_or(|source| super::uid_source(uid) == source.index())
             && self.from.is_none_or(|from| created_at >= from)
             && self.to.is_none_or(|to| created_at <= to)
-    }
-
-    /// Filters checked on fast fields during the scan (attribute filters
-    /// are part of the query instead).
-    fn needs_scan_check(&self) -> bool {
-        self.source.is_some() || self.from.is_some() || self.to.is_some()
     }
 }
 
@@ -242,11 +242,17 @@ pub struct Response {
 /// The query of a request: the substring set (or, with `match=morph`, the
 /// substring set plus morpheme matches), scored for relevance when asked.
 pub fn build_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn Query> {
-    let mut morphemes: Vec<String> = request
-        .keywords
-        .iter()
-        .flat_map(|k| morph::analyzer().morphemes(k.as_str()))
-        .collect();
+    // Only relevance and morpheme matching look at morphemes: a newest-first
+    // substring search skips the dictionary lookup.
+    let mut morphemes: Vec<String> = if request.morph || scoring {
+        request
+            .keywords
+            .iter()
+            .flat_map(|k| morph::analyzer().morphemes(k.as_str()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     morphemes.sort_unstable();
     morphemes.dedup();
     let text: Box<dyn Query> = if morphemes.is_empty() {
@@ -336,36 +342,27 @@ fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -> Box<dyn Q
         0 => unreachable!("keywords are never empty"),
         1 => term_query(fields.chars, text, IndexRecordOption::Basic),
         2 => term_query(fields.grams2, text, IndexRecordOption::Basic),
-        3 => {
+        3 => term_query(fields.grams3, text, IndexRecordOption::Basic),
+        4 => {
             let option = if scoring {
                 IndexRecordOption::WithFreqs
             } else {
                 IndexRecordOption::Basic
             };
-            title_or_content(fields, |field| term_query(field, text, option))
+            term_query(fields.grams4, text, option)
         }
-        _ => title_or_content(fields, |field| {
-            let terms = trigram_cover(text)
+        _ => {
+            let terms = fourgram_cover(text)
                 .into_iter()
-                .map(|(offset, gram)| (offset, Term::from_field_text(field, &gram)))
+                .map(|(offset, gram)| (offset, Term::from_field_text(fields.grams4, &gram)))
                 .collect();
             Box::new(PhraseQuery::new_with_offset(terms))
-        }),
+        }
     }
 }
 
 fn term_query(field: Field, text: &str, option: IndexRecordOption) -> Box<dyn Query> {
     Box::new(TermQuery::new(Term::from_field_text(field, text), option))
-}
-
-fn title_or_content(fields: &Fields, query: impl Fn(Field) -> Box<dyn Query>) -> Box<dyn Query> {
-    Box::new(BooleanQuery::new(vec![
-        (
-            Occur::Should,
-            Box::new(BoostQuery::new(query(fields.title), TITLE_BOOST)),
-        ),
-        (Occur::Should, query(fields.content)),
-    ]))
 }
 
 /// The keywords and each keyword's synonyms, as text, for keys.
@@ -607,6 +604,7 @@ fn search_within(
             let work = Work {
                 budget,
                 scanned: &generation.scanned,
+                doc_sources: &generation.doc_sources,
             };
             scan(
                 &*weight,
@@ -656,6 +654,37 @@ fn search_within(
 struct Work<'a> {
     budget: &'a Budget,
     scanned: &'a std::sync::atomic::AtomicU64,
+    doc_sources: &'a super::DocSources,
+}
+
+/// The source position of every document of `segment`, one byte each:
+/// what counting by source reads per match, instead of a 64-bit `uid`
+/// (1 MB for a million documents, kept per segment).
+fn doc_sources(
+    cache: &super::DocSources,
+    segment: &SegmentReader,
+) -> std::result::Result<Arc<[u8]>, SearchError> {
+    cache
+        .try_get_with(segment.segment_id(), || {
+            let uid = segment.fast_fields().u64("uid")?;
+            let max = segment.max_doc();
+            let mut sources = Vec::with_capacity(max as usize);
+            let mut docs = Vec::with_capacity(4096);
+            let mut uids = vec![None; 4096];
+            for start in (0..max).step_by(4096) {
+                docs.clear();
+                docs.extend(start..max.min(start + 4096));
+                let uids = &mut uids[..docs.len()];
+                uids.fill(None);
+                uid.first_vals(&docs, uids);
+                sources.extend(
+                    uids.iter()
+                        .map(|u| super::uid_source(u.unwrap_or_default()) as u8),
+                );
+            }
+            Ok::<_, tantivy::TantivyError>(Arc::from(sources))
+        })
+        .map_err(|e| SearchError::Index((*e).clone()))
 }
 
 /// Scans `range` of one segment: counts every match and keeps the best k.
@@ -673,6 +702,7 @@ fn scan(
     let Work {
         budget,
         scanned: scanned_counter,
+        doc_sources: doc_sources_cache,
     } = work;
     budget.check()?;
     let now = request.now;
@@ -682,20 +712,20 @@ fn scan(
     let uid = segment.fast_fields().u64("uid")?;
     let alive = segment.alive_bitset();
     let filter = &request.filter;
-    let check_filter = filter.needs_scan_check();
     // Only newest-first follows the segment order.
     let can_stop = request.sort == Sort::Recent;
 
     let mut top: BinaryHeap<Reverse<(Rank, DocId)>> = BinaryHeap::with_capacity(k + 1);
     let mut counts: SourceCounts = [0; MAX_SOURCES];
-    let mut collecting = k > 0;
     let mut scanned: u64 = 0;
     let mut until_look: u32 = BUDGET_EVERY_MATCHES;
     let mut doc = scorer.doc();
     if doc < range.start {
         doc = scorer.seek(range.start);
     }
-    while doc < range.end {
+    // Collecting: every match is ranked until the top-k is final.
+    let mut counting_only = k == 0;
+    while !counting_only && doc < range.end {
         debug_assert!(doc != TERMINATED);
         scanned += 1;
         until_look -= 1;
@@ -710,27 +740,17 @@ fn scan(
             doc = scorer.advance();
             continue;
         }
-        if !collecting {
-            // Counting only: the uid says the source; `created_at` is read
-            // just when a filter needs it.
-            let doc_uid = uid.first(doc).unwrap_or_default();
-            if !check_filter || filter.accepts(created.first(doc).unwrap_or_default(), doc_uid) {
-                counts[super::uid_source(doc_uid)] += 1;
-            }
-            doc = scorer.advance();
-            continue;
-        }
         let created_at = created.first(doc).unwrap_or_default();
         let doc_uid = uid.first(doc).unwrap_or_default();
         if can_stop && top.len() == k {
             let kth = top.peek().map_or(i64::MIN, |Reverse((r, _))| r.1);
             if created_at < kth {
-                // Sorted segment: nothing after this can enter the top.
-                collecting = false;
-                if known_total.is_some() {
-                    break;
-                }
-                continue;
+                // Sorted segment: nothing from here on can enter the top;
+                // this match and the rest are only counted (and visited
+                // there).
+                scanned -= 1;
+                counting_only = true;
+                break;
             }
         }
         if filter.accepts(created_at, doc_uid) {
@@ -752,6 +772,25 @@ fn scan(
         }
         doc = scorer.advance();
     }
+    if counting_only && known_total.is_none() {
+        let sources = doc_sources(doc_sources_cache, segment)?;
+        let counted = count_rest(
+            &mut *scorer,
+            range.end,
+            alive,
+            &sources,
+            filter.source,
+            &mut counts,
+            budget,
+        );
+        match counted {
+            Ok(visited) => scanned += visited,
+            Err(visited) => {
+                scanned_counter.fetch_add(scanned + visited, Ordering::Relaxed);
+                return Err(SearchError::Stopped);
+            }
+        }
+    }
     scanned_counter.fetch_add(scanned, Ordering::Relaxed);
     Ok(Partial {
         counts: known_total.unwrap_or(counts),
@@ -760,6 +799,53 @@ fn scan(
             .map(|Reverse((r, doc))| (r, DocAddress::new(ord, doc)))
             .collect(),
     })
+}
+
+/// Counts the scorer's matches from its current document up to `end`, by
+/// source, in blocks: one call into the scorer per 64 matches, and one
+/// byte read per match for its source (`doc_sources`). For a keyword in
+/// most rows this loop is the whole cost of its first query. `end` is
+/// within the filter's time window (see `time_window`), so time needs no
+/// check here. The matches visited; `Err` when the budget ran out.
+fn count_rest(
+    scorer: &mut dyn tantivy::query::Scorer,
+    end: DocId,
+    alive: Option<&tantivy::fastfield::AliveBitSet>,
+    sources: &[u8],
+    only_source: Option<SourceId>,
+    counts: &mut SourceCounts,
+    budget: &Budget,
+) -> std::result::Result<u64, u64> {
+    let mut docs = [0 as DocId; tantivy::COLLECT_BLOCK_BUFFER_LEN];
+    let only = only_source.map(|s| s.index() as u8);
+    let mut scanned = 0u64;
+    let mut since_look = 0u32;
+    while scorer.doc() < end {
+        let filled = scorer.fill_buffer(&mut docs);
+        // Sorted, so the ones before `end` come first.
+        let n = docs[..filled].partition_point(|&d| d < end);
+        scanned += n as u64;
+        for &doc in &docs[..n] {
+            if alive.is_some_and(|a| a.is_deleted(doc)) {
+                continue;
+            }
+            let source = sources[doc as usize];
+            if only.is_none_or(|s| s == source) {
+                counts[usize::from(source)] += 1;
+            }
+        }
+        if n < filled {
+            break;
+        }
+        since_look += n as u32;
+        if since_look >= BUDGET_EVERY_MATCHES {
+            since_look = 0;
+            if budget.exhausted() {
+                return Err(scanned);
+            }
+        }
+    }
+    Ok(scanned)
 }
 
 fn load_hit(

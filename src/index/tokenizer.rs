@@ -3,7 +3,7 @@
 //! tantivy's `NgramTokenizer` gives every gram position 0, so a phrase query
 //! over its grams cannot check adjacency. These emit the grams of the
 //! normalized text with `position = character index`: a slop-0 phrase of a
-//! keyword's bigrams then matches exactly where the keyword is a substring.
+//! keyword's 4-grams then matches exactly where the keyword is a substring.
 //! Spaces and punctuation are kept in the grams, as `LIKE` keeps them.
 
 use std::cell::RefCell;
@@ -20,9 +20,9 @@ thread_local! {
 }
 
 /// [`normalize`], remembered for the next tokenizer. tantivy tokenizes a
-/// document's fields in turn on one thread, and its title and content each
-/// pass through three gram tokenizers: comparing the text is much cheaper
-/// than normalizing it again, which was a tenth of a rebuild.
+/// document's fields in turn on one thread, and a row's text passes
+/// through four gram tokenizers: comparing the text is much cheaper than
+/// normalizing it again, which was a tenth of a rebuild.
 pub fn normalize_for_indexing(text: &str) -> Arc<str> {
     RECENT.with_borrow_mut(|recent| {
         if let Some((_, normalized)) = recent.iter().find(|(raw, _)| raw == text) {
@@ -63,6 +63,14 @@ impl GramTokenizer {
     pub fn trigram() -> Self {
         GramTokenizer {
             n: 3,
+            distinct: true,
+        }
+    }
+
+    /// The positional grams: every occurrence, at its character index.
+    pub fn fourgram() -> Self {
+        GramTokenizer {
+            n: 4,
             distinct: false,
         }
     }
@@ -136,21 +144,21 @@ impl TokenStream for GramStream {
     }
 }
 
-/// The fewest trigrams of a normalized keyword (4+ characters) that still
-/// pin every character, with their offsets: 0, 3, 6, … and the last one.
+/// The fewest 4-grams of a normalized keyword (5+ characters) that still
+/// pin every character, with their offsets: 0, 4, 8, … and the last one.
 /// A slop-0 phrase of them matches exactly where the keyword occurs, and
 /// fewer terms mean fewer positions to check.
-pub fn trigram_cover(keyword: &str) -> Vec<(usize, String)> {
+pub fn fourgram_cover(keyword: &str) -> Vec<(usize, String)> {
     let chars: Vec<char> = keyword.chars().collect();
-    debug_assert!(chars.len() >= 3);
-    let last = chars.len() - 3;
-    let mut offsets: Vec<usize> = (0..=last).step_by(3).collect();
+    debug_assert!(chars.len() >= 4);
+    let last = chars.len() - 4;
+    let mut offsets: Vec<usize> = (0..=last).step_by(4).collect();
     if offsets.last() != Some(&last) {
         offsets.push(last);
     }
     offsets
         .into_iter()
-        .map(|i| (i, chars[i..i + 3].iter().collect()))
+        .map(|i| (i, chars[i..i + 4].iter().collect()))
         .collect()
 }
 
@@ -159,17 +167,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn trigram_cover_pins_every_character_with_few_terms() {
+    fn fourgram_cover_pins_every_character_with_few_terms() {
         let offsets = |k: &str| {
-            trigram_cover(k)
+            fourgram_cover(k)
                 .into_iter()
                 .map(|(i, _)| i)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(offsets("abcd"), [0, 1]);
-        assert_eq!(offsets("abcdef"), [0, 3]);
-        assert_eq!(offsets("abcdefg"), [0, 3, 4]);
-        assert_eq!(trigram_cover("있습니다")[1].1, "습니다");
+        assert_eq!(offsets("abcd"), [0]);
+        assert_eq!(offsets("abcde"), [0, 1]);
+        assert_eq!(offsets("abcdefgh"), [0, 4]);
+        assert_eq!(offsets("abcdefghi"), [0, 4, 5]);
+        assert_eq!(fourgram_cover("있습니다만")[1].1, "습니다만");
     }
 
     fn tokens(mut t: GramTokenizer, text: &str) -> Vec<(String, usize)> {
@@ -197,6 +206,7 @@ mod tests {
         );
         assert!(tokens(GramTokenizer::bigram(), "가").is_empty());
         assert_eq!(tokens(GramTokenizer::trigram(), "abcd").len(), 2);
+        assert_eq!(tokens(GramTokenizer::fourgram(), "abcd").len(), 1);
         assert_eq!(tokens(GramTokenizer::unigram(), "가A").len(), 2);
     }
 
@@ -212,6 +222,7 @@ mod tests {
             ]
         );
         assert_eq!(tokens(GramTokenizer::unigram(), "aAa").len(), 1);
-        assert_eq!(tokens(GramTokenizer::trigram(), "abcabc").len(), 4);
+        assert_eq!(tokens(GramTokenizer::trigram(), "abcabc").len(), 3);
+        assert_eq!(tokens(GramTokenizer::fourgram(), "abcabcabc").len(), 6);
     }
 }

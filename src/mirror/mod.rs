@@ -40,6 +40,9 @@ pub struct Progress {
     /// Set when the server is shutting down and draining: it still
     /// answers, but a balancer should send new requests elsewhere.
     draining: AtomicBool,
+    /// Set while the live index is being read into the page cache after a
+    /// start (see `index::warm`): not ready until then.
+    warming: AtomicBool,
 }
 
 impl Default for Progress {
@@ -53,6 +56,7 @@ impl Default for Progress {
             stopped: AtomicBool::new(false),
             rewound: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            warming: AtomicBool::new(false),
         }
     }
 }
@@ -85,6 +89,15 @@ impl Progress {
 
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Acquire)
+    }
+
+    pub fn is_warming(&self) -> bool {
+        self.warming.load(Ordering::Acquire)
+    }
+
+    /// Marks the index as being warmed, or done (see the field).
+    pub fn set_warming(&self, warming: bool) {
+        self.warming.store(warming, Ordering::Release);
     }
 
     /// Marks the server as shutting down (see the field).

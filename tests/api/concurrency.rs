@@ -407,6 +407,24 @@ async fn readyz_fails_when_the_indexer_has_stopped() {
     app.finish().await;
 }
 
+/// `/readyz` says not ready while the index is still being read into the
+/// page cache after a start (the test helper waits that out before any
+/// test begins, which also checks that warming ends), and ready after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_waits_for_the_index_to_be_warm() {
+    let app = spawn_app_with(Store::Sqlite, |_| {}).await;
+    assert_eq!(app.get("/readyz").await.0, StatusCode::OK);
+    app.state.mirror.progress.set_warming(true);
+    let (status, body) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["warming"], true, "{body}");
+    // Searches answer meanwhile; only the balancer waits.
+    assert_eq!(app.search("아무거나", "").await["total"], 0);
+    app.state.mirror.progress.set_warming(false);
+    assert_eq!(app.get("/readyz").await.0, StatusCode::OK);
+    app.finish().await;
+}
+
 /// `/readyz` fails while the indexer's loop is stuck: here its heartbeat
 /// waits on a lock an operator's transaction holds on `search_replicas`, so
 /// the index stops following the database. Before, it said ready.

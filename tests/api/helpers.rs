@@ -236,6 +236,16 @@ async fn start(args: ServeArgs, fixture: Fixture) -> TestApp {
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
     let server = tokio::spawn(app.run(listener, shutdown.clone()));
+    // Tests start from a ready server: wait out the index warm-up, which
+    // on a test's tiny index takes milliseconds.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while state.mirror.progress.is_warming() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the index never warmed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     TestApp {
         addr,
         client: reqwest::Client::new(),
