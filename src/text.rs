@@ -28,10 +28,7 @@ pub fn normalize(text: &str) -> String {
     // Indexing normalizes every row, so the common cases go fast. Text of
     // ASCII and precomposed Hangul syllables only is already NFKC (none of
     // them decompose or compose with each other) and lowercases bytewise.
-    if text
-        .chars()
-        .all(|c| c.is_ascii() || ('\u{AC00}'..='\u{D7A3}').contains(&c))
-    {
+    if text.chars().all(is_plain) {
         return text.to_ascii_lowercase();
     }
     let mut out = String::with_capacity(text.len());
@@ -134,8 +131,25 @@ pub fn row_matches(keywords: &[Keyword], title: &str, content: &str) -> bool {
 /// alone, so each normalized character knows the original bytes it came from.
 struct Mapped {
     text: String,
-    /// For each byte of `text`, the original byte range of its chunk.
-    origin: Vec<(usize, usize)>,
+    /// For each byte of `text`, the original byte range of its chunk;
+    /// `None` when `text` has the original's byte offsets (see [`mapped`]).
+    origin: Option<Vec<(usize, usize)>>,
+}
+
+impl Mapped {
+    /// The original byte range of `text[start..end]`.
+    fn original_span(&self, start: usize, end: usize) -> (usize, usize) {
+        match &self.origin {
+            None => (start, end),
+            Some(origin) => (origin[start].0, origin[end - 1].1),
+        }
+    }
+}
+
+/// ASCII and precomposed Hangul syllables: their own NFKC form, composing
+/// with nothing, and lowercased within their bytes.
+fn is_plain(c: char) -> bool {
+    c.is_ascii() || ('\u{AC00}'..='\u{D7A3}').contains(&c)
 }
 
 /// Whether `c` must be normalized together with the character before it,
@@ -145,7 +159,7 @@ struct Mapped {
 /// Only adjacent starters compose, so `prev` is all there is to look at.
 fn joins_previous(prev: Option<char>, c: char) -> bool {
     // Nothing composes onto ASCII or a precomposed Hangul syllable.
-    if c.is_ascii() || ('\u{AC00}'..='\u{D7A3}').contains(&c) {
+    if is_plain(c) {
         return false;
     }
     let Some(first) = std::iter::once(c).nfkd().next() else {
@@ -164,6 +178,21 @@ fn joins_previous(prev: Option<char>, c: char) -> bool {
 }
 
 fn mapped(original: &str) -> Mapped {
+    // Most rows hold nothing but plain characters (9 in 10 of the
+    // benchmark corpus): normalizing them keeps every byte offset, so no
+    // map is needed, and building one (16 bytes per byte of text) was most
+    // of the cost of an answer's snippets.
+    if original.chars().all(is_plain) {
+        return Mapped {
+            text: original.to_ascii_lowercase(),
+            origin: None,
+        };
+    }
+    mapped_by_chunks(original)
+}
+
+/// [`mapped`] for any text: chunk by chunk, with the map.
+fn mapped_by_chunks(original: &str) -> Mapped {
     let mut text = String::with_capacity(original.len());
     let mut origin = Vec::with_capacity(original.len());
     let mut chunk_start = 0;
@@ -177,7 +206,7 @@ fn mapped(original: &str) -> Mapped {
         // is its own NFKC form; only ASCII needs lowercasing. This is most
         // of Korean technical prose, and spares an allocation per character.
         if let (Some(c), None) = (chars.next(), chars.next()) {
-            if c.is_ascii() || ('\u{AC00}'..='\u{D7A3}').contains(&c) {
+            if is_plain(c) {
                 let c = c.to_ascii_lowercase();
                 origin.extend(std::iter::repeat_n((start, end), c.len_utf8()));
                 text.push(c);
@@ -197,7 +226,10 @@ fn mapped(original: &str) -> Mapped {
         prev = Some(c);
     }
     flush(chunk_start, original.len(), &mut text);
-    Mapped { text, origin }
+    Mapped {
+        text,
+        origin: Some(origin),
+    }
 }
 
 /// About how many characters a snippet shows.
@@ -235,7 +267,7 @@ pub fn highlight(original: &str, keywords: &[Keyword], window_chars: usize) -> O
         while let Some(pos) = m.text[from..].find(needle) {
             let start = from + pos;
             let end = start + needle.len();
-            spans.push((m.origin[start].0, m.origin[end - 1].1));
+            spans.push(m.original_span(start, end));
             from = start + needle.chars().next().map_or(1, char::len_utf8);
         }
     }
@@ -382,6 +414,23 @@ mod tests {
         #[test]
         fn highlight_text_is_normalize(text in "(\\PC|[ΣΟσς ㄱ-ㅣ\u{1100}-\u{11FF}\u{FFA0}-\u{FFDC}])*") {
             proptest::prop_assert_eq!(mapped(&text).text, normalize(&text));
+        }
+    }
+
+    proptest::proptest! {
+        /// Plain text skips the map, and finds the same original spans.
+        #[test]
+        fn plain_text_maps_like_any_text(text in "[가-힣a-zA-Z0-9 .<&]{0,40}") {
+            let fast = mapped(&text);
+            let slow = mapped_by_chunks(&text);
+            proptest::prop_assert!(fast.origin.is_none());
+            proptest::prop_assert_eq!(&fast.text, &slow.text);
+            let bounds: Vec<usize> = fast.text.char_indices().map(|(i, _)| i).chain([fast.text.len()]).collect();
+            for (i, &start) in bounds.iter().enumerate() {
+                for &end in &bounds[i + 1..] {
+                    proptest::prop_assert_eq!(fast.original_span(start, end), slow.original_span(start, end));
+                }
+            }
         }
     }
 
