@@ -532,6 +532,8 @@ pub struct KindSummary {
     pub p50_ms: usize,
     pub p95_ms: usize,
     pub p99_ms: usize,
+    /// The slowest request of this kind.
+    pub max_ms: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -585,6 +587,7 @@ fn summarize(args: &LoadtestArgs, metrics: &GooseMetrics, state: RunState) -> Su
             p50_ms: percentile(data, 0.50),
             p95_ms: percentile(data, 0.95),
             p99_ms: percentile(data, 0.99),
+            max_ms: data.maximum_time,
         });
     }
     kinds.sort_by(|a, b| a.kind.cmp(&b.kind));
@@ -632,14 +635,22 @@ impl std::fmt::Display for Summary {
         )?;
         writeln!(
             f,
-            "{:<28} {:>9} {:>7} {:>9} {:>8} {:>5} {:>5} {:>5}",
-            "request", "executed", "errors", "TPS", "mean ms", "p50", "p95", "p99"
+            "{:<28} {:>9} {:>7} {:>9} {:>8} {:>5} {:>5} {:>5} {:>5}",
+            "request", "executed", "errors", "TPS", "mean ms", "p50", "p95", "p99", "max"
         )?;
         for k in &self.kinds {
             writeln!(
                 f,
-                "{:<28} {:>9} {:>7} {:>9.1} {:>8.2} {:>5} {:>5} {:>5}",
-                k.kind, k.executed, k.errors, k.tps, k.mean_ms, k.p50_ms, k.p95_ms, k.p99_ms
+                "{:<28} {:>9} {:>7} {:>9.1} {:>8.2} {:>5} {:>5} {:>5} {:>5}",
+                k.kind,
+                k.executed,
+                k.errors,
+                k.tps,
+                k.mean_ms,
+                k.p50_ms,
+                k.p95_ms,
+                k.p99_ms,
+                k.max_ms
             )?;
         }
         if let Some(unique) = self.unique_queries {
