@@ -917,28 +917,33 @@ mod tests {
         assert_eq!(index.live().id, 2);
     }
 
-    /// A keyword never matches across two body fields, as `LIKE` on each
-    /// column would not: `스프링` ends one field and `링부트` starts the next.
-    #[test]
-    fn no_match_spans_two_body_fields() {
-        use crate::index::search::{search, Request};
+    /// An index holding one row of this title and these body fields.
+    fn one_row(title: Option<&str>, body: &[&str]) -> (tempfile::TempDir, Generation) {
         let dir = tempfile::tempdir().unwrap();
         let generation = create_generation(dir.path(), &crate::sources::for_tests()).unwrap();
         let mut writer = generation.writer(32 << 20).unwrap();
         let mut d = doc(1, 1);
-        d.title = None;
-        d.body = vec!["설정 스프링".to_owned(), "링부트 끝".to_owned()];
+        d.title = title.map(str::to_owned);
+        d.body = body.iter().map(|b| b.to_string()).collect();
         writer.upsert(&d).unwrap();
         writer.commit(1).unwrap();
         generation.reader.reload().unwrap();
-        let total = |q: &str| {
-            search(
-                &generation,
-                &Request::newest_first(crate::text::parse_query(q), 1),
-            )
-            .unwrap()
-            .total
-        };
+        (dir, generation)
+    }
+
+    /// The total of query `q`.
+    fn total_of(generation: &Generation, q: &str) -> u64 {
+        use crate::index::search::{search, Request};
+        let request = Request::newest_first(crate::text::parse_query(q), 1);
+        search(generation, &request).unwrap().total
+    }
+
+    /// A keyword never matches across two body fields, as `LIKE` on each
+    /// column would not: `스프링` ends one field and `링부트` starts the next.
+    #[test]
+    fn no_match_spans_two_body_fields() {
+        let (_dir, generation) = one_row(None, &["설정 스프링", "링부트 끝"]);
+        let total = |q: &str| total_of(&generation, q);
         assert_eq!(total("스프링"), 1);
         assert_eq!(total("링부트"), 1);
         for across in ["스프링부트", "링링", "링링부", "정 스프링링부트"] {
@@ -952,24 +957,8 @@ mod tests {
     /// either end.
     #[test]
     fn no_match_spans_title_and_body() {
-        use crate::index::search::{search, Request};
-        let dir = tempfile::tempdir().unwrap();
-        let generation = create_generation(dir.path(), &crate::sources::for_tests()).unwrap();
-        let mut writer = generation.writer(32 << 20).unwrap();
-        let mut d = doc(1, 1);
-        d.title = Some("스프링".to_owned());
-        d.body = vec!["부트 설정법".to_owned()];
-        writer.upsert(&d).unwrap();
-        writer.commit(1).unwrap();
-        generation.reader.reload().unwrap();
-        let total = |q: &str| {
-            search(
-                &generation,
-                &Request::newest_first(crate::text::parse_query(q), 1),
-            )
-            .unwrap()
-            .total
-        };
+        let (_dir, generation) = one_row(Some("스프링"), &["부트 설정법"]);
+        let total = |q: &str| total_of(&generation, q);
         for within in [
             "스",
             "링",
