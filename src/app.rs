@@ -34,6 +34,20 @@ pub struct App {
     /// Stops reading the index into the page cache (see `index::warm`)
     /// at shutdown, so that a stop never waits for a long read.
     stop_warming: CancellationToken,
+    /// Stops it too when the app ends any other way: a failed start, a
+    /// listener that could not bind, a server that returned by itself
+    /// (the runtime waits for blocking tasks before the process exits).
+    warm_guard: tokio_util::sync::DropGuard,
+}
+
+/// Clears `warming` when the warm-up ends, even by a panic, so that
+/// readiness never waits for a read that is gone.
+struct WarmingDone(std::sync::Arc<crate::mirror::Progress>);
+
+impl Drop for WarmingDone {
+    fn drop(&mut self) {
+        self.0.set_warming(false);
+    }
 }
 
 impl App {
@@ -81,11 +95,13 @@ impl App {
         // meanwhile; only the balancer waits.
         mirror.progress.set_warming(true);
         let stop_warming = CancellationToken::new();
+        let warm_guard = stop_warming.clone().drop_guard();
         {
-            let progress = mirror.progress.clone();
+            let done = WarmingDone(mirror.progress.clone());
             let dir = index.live().path.clone();
             let stop = stop_warming.clone();
             tokio::task::spawn_blocking(move || {
+                let _done = done;
                 let started = std::time::Instant::now();
                 let budget = crate::index::warm::default_budget();
                 match crate::index::warm::warm(&dir, budget, &|| !stop.is_cancelled()) {
@@ -100,7 +116,6 @@ impl App {
                         tracing::warn!(error = %e, "reading the index into the page cache failed; serving it cold")
                     }
                 }
-                progress.set_warming(false);
             });
         }
         let redis = match &args.redis_url {
@@ -191,12 +206,15 @@ impl App {
             replica_watch,
             drain: Duration::from_millis(args.drain_ms),
             stop_warming,
+            warm_guard,
         })
     }
 
     /// Serves on `listener` until `shutdown`; in-flight requests finish and
     /// the indexer commits before this returns.
     pub async fn run(self, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
+        // Held until the server has returned, however it returns.
+        let _warm_guard = self.warm_guard;
         // Draining: on the signal `/readyz` turns 503 at once, and the
         // listener closes only after `drain`, so a balancer stops sending
         // here before connections are refused. The indexer and the other

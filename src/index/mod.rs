@@ -153,6 +153,12 @@ impl Generation {
                 .lines()
                 .filter(|line| !line.starts_with("layout:"))
                 .collect();
+            if names.join("\n") == sources.stamp() {
+                return Err(tantivy::TantivyError::InvalidArgument(format!(
+                    "the index at {} was built by another version of chaja, in another layout: run `chaja reindex` to rebuild it in this version's layout",
+                    path.display()
+                )));
+            }
             return Err(tantivy::TantivyError::InvalidArgument(format!(
                 "the index at {} was built for the sources [{}], but the config names [{}]: a source was renamed, added, removed or moved. Run `chaja reindex` with this config to rebuild the index for it",
                 path.display(),
@@ -915,6 +921,23 @@ mod tests {
         drop(rebuilt);
         let index = SearchIndex::open_for_serving(dir.path(), &sources).unwrap();
         assert_eq!(index.live().id, 2);
+        drop(index);
+
+        // The same schema without the layout line (what an older version
+        // wrote) is refused too.
+        std::fs::write(
+            generation_path(dir.path(), 2).join(SOURCES_FILE),
+            sources.stamp(),
+        )
+        .unwrap();
+        let err = SearchIndex::open_or_create(dir.path(), &sources)
+            .err()
+            .expect("a stamp without the layout line is refused")
+            .to_string();
+        assert!(
+            err.contains("chaja reindex") && err.contains("another layout"),
+            "{err}"
+        );
     }
 
     /// An index holding one row of this title and these body fields.
