@@ -870,10 +870,11 @@ mod tests {
             "[[source]]\nname = \"post\"\ntable = \"questions\"\nid = \"id\"\ncreated_at = \"created_at\"\nfields = [\"title\", \"content\"]",
         )
         .unwrap();
-        let err = SearchIndex::open_or_create(dir.path(), renamed.sources.as_ref().unwrap())
-            .err()
-            .expect("another list of sources is refused")
-            .to_string();
+        let err = refusal(
+            dir.path(),
+            renamed.sources.as_ref().unwrap(),
+            "another list of sources is refused",
+        );
         assert!(
             err.contains("chaja reindex") && err.contains("post"),
             "{err}"
@@ -909,10 +910,7 @@ mod tests {
         Index::create_in_dir(&old, schema.build()).unwrap();
         std::fs::write(old.join(SOURCES_FILE), generation_stamp(&sources)).unwrap();
         make_current(dir.path(), 1).unwrap();
-        let err = SearchIndex::open_or_create(dir.path(), &sources)
-            .err()
-            .expect("another layout is refused")
-            .to_string();
+        let err = refusal(dir.path(), &sources, "another layout is refused");
         assert!(err.contains("chaja reindex"), "{err}");
 
         let rebuilt = create_generation(dir.path(), &sources).unwrap();
@@ -930,14 +928,24 @@ mod tests {
             sources.stamp(),
         )
         .unwrap();
-        let err = SearchIndex::open_or_create(dir.path(), &sources)
-            .err()
-            .expect("a stamp without the layout line is refused")
-            .to_string();
+        let err = refusal(
+            dir.path(),
+            &sources,
+            "a stamp without the layout line is refused",
+        );
         assert!(
             err.contains("chaja reindex") && err.contains("another layout"),
             "{err}"
         );
+    }
+
+    /// Why opening the index under `root` for `sources` fails; `why` says
+    /// what should have made it fail.
+    fn refusal(root: &Path, sources: &Sources, why: &str) -> String {
+        SearchIndex::open_or_create(root, sources)
+            .err()
+            .expect(why)
+            .to_string()
     }
 
     /// An index holding one row of this title and these body fields.
