@@ -9,10 +9,10 @@
 
 use std::hint::black_box;
 
-use chaja::demo::seed::Manifest;
-use chaja::index::search::{search, Request};
-use chaja::index::SearchIndex;
-use chaja::text::parse_query;
+use chaja_core::manifest::Manifest;
+use chaja_core::text::parse_query;
+use chaja_index::search::{search, Request};
+use chaja_index::SearchIndex;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn engine(c: &mut Criterion) {
@@ -26,7 +26,7 @@ fn engine(c: &mut Criterion) {
     let manifest: Manifest =
         serde_json::from_slice(&std::fs::read(manifest).expect("manifest readable"))
             .expect("manifest parses");
-    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::demo::sources())
+    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja_demo::sources())
         .expect("index opens");
     let generation = index.live();
     let mut group = c.benchmark_group("top10_exact_total");

@@ -22,12 +22,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use chaja::db::Db;
-use chaja::index::search::{search, Filter, Request, Sort};
-use chaja::index::SearchIndex;
-use chaja::loadtest::longtail::{Class, Sampler};
-use chaja::sources::SourceId;
-use chaja::text::parse_query;
+use chaja_core::sources::SourceId;
+use chaja_core::text::parse_query;
+use chaja_index::search::{search, Filter, Request, Sort};
+use chaja_index::SearchIndex;
+use chaja_loadtest::longtail::{Class, Sampler};
+use chaja_store::Db;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use sqlx::Row;
@@ -48,7 +48,7 @@ async fn main() {
     let per_class = env_usize("CHAJA_BENCH_QUERIES", 200);
     let like_samples = env_usize("CHAJA_BENCH_LIKE", 3);
     let ko_dic = std::env::var("CHAJA_KO_DIC").unwrap_or_else(|_| "data/ko-dic".to_owned());
-    chaja::index::morph::init(std::path::Path::new(&ko_dic));
+    chaja_index::morph::init(std::path::Path::new(&ko_dic));
     let db = Db::connect_lazy(&url, 2).expect("database url");
 
     // Texts to cut queries from, and the time span and authors of the rows.
@@ -75,7 +75,7 @@ async fn main() {
             .expect("span");
     let (oldest, newest, authors): (i64, i64, i64) = (span.get(0), span.get(1), span.get(2));
 
-    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::demo::sources())
+    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja_demo::sources())
         .expect("open index");
     let generation = index.live();
     let docs = generation.num_docs().max(1);
@@ -133,7 +133,7 @@ async fn main() {
                 let mut r = Request::newest_first(parse_query(&q), 10);
                 r.sort = sort;
                 r.morph = morph;
-                r.now = chaja::db::now_ms();
+                r.now = chaja_core::clock::now_ms();
                 (q, r)
             })
         });

@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
-use chaja::demo::seed::TextSource;
-use chaja::index::morph::{self, Analyzer};
-use chaja::text::normalize;
+use chaja_core::text::normalize;
+use chaja_demo::seed::TextSource;
+use chaja_index::morph::{self, Analyzer};
 
 fn main() {
     let corpus = std::env::var("CHAJA_BENCH_CORPUS")

@@ -18,12 +18,12 @@
 
 use std::time::{Duration, Instant};
 
-use chaja::db::Db;
-use chaja::demo::seed::Manifest;
-use chaja::index::search::{search, Request};
-use chaja::index::SearchIndex;
-use chaja::mirror::reindex::reindex;
-use chaja::text::parse_query;
+use chaja_core::manifest::Manifest;
+use chaja_core::text::parse_query;
+use chaja_index::search::{search, Request};
+use chaja_index::SearchIndex;
+use chaja_mirror::reindex::reindex;
+use chaja_store::Db;
 
 /// Keyword classes; the share of matching rows is measured, not assumed.
 const KEYWORDS: &[(&str, &str)] = &[
@@ -56,9 +56,11 @@ async fn main() {
         .unwrap_or(100);
     // The index is built (or was, by `chaja reindex`) with the dictionary.
     let ko_dic = std::env::var("CHAJA_KO_DIC").unwrap_or_else(|_| "data/ko-dic".to_owned());
-    chaja::index::morph::init(std::path::Path::new(&ko_dic));
+    chaja_index::morph::init(std::path::Path::new(&ko_dic));
     let db = Db::connect_lazy(&url, 2).expect("database url");
-    db.migrate().await.expect("database reachable and migrated");
+    chaja_demo::migrate(&db)
+        .await
+        .expect("database reachable and migrated");
     // CHAJA_BENCH_INDEX keeps the built index for another run with
     // CHAJA_BENCH_REUSE=1, which skips the rebuild.
     let temp = tempfile::tempdir().expect("temp dir");
@@ -68,15 +70,15 @@ async fn main() {
     let reuse = std::env::var("CHAJA_BENCH_REUSE").is_ok_and(|v| v == "1");
     let started = Instant::now();
     let rebuilt = if reuse {
-        let index = SearchIndex::open_or_create(&dir, &chaja::demo::sources()).expect("open index");
+        let index = SearchIndex::open_or_create(&dir, &chaja_demo::sources()).expect("open index");
         let docs = index.live().num_docs();
-        chaja::mirror::reindex::Rebuilt {
+        chaja_mirror::reindex::Rebuilt {
             generation: index.live().id,
             docs,
             outbox_seq: 0,
         }
     } else {
-        reindex(&db, &chaja::demo::sources(), &dir, 512 << 20, false)
+        reindex(&db, &chaja_demo::sources(), &dir, 512 << 20, false)
             .await
             .expect("reindex")
     };
@@ -104,7 +106,7 @@ async fn main() {
         index_bytes as f64 / text_bytes as f64
     );
 
-    let index = SearchIndex::open_or_create(&dir, &chaja::demo::sources()).expect("open index");
+    let index = SearchIndex::open_or_create(&dir, &chaja_demo::sources()).expect("open index");
     let generation = index.live();
     println!("| class | keyword | rows matched | share | chaja first ms | chaja p50 ms | chaja p99 ms | LIKE ms | LIKE rows | LIKE ÷ chaja p50 |");
     println!("|---|---|---|---|---|---|---|---|---|---|");

@@ -7,9 +7,9 @@
 
 use std::time::Instant;
 
-use chaja::cache::trending::Trending;
-use chaja::index::SearchIndex;
-use chaja::suggest::Suggester;
+use chaja_index::SearchIndex;
+use chaja_search::suggest::Suggester;
+use chaja_search::trending::Trending;
 
 const QUERIES: &[(&str, &str)] = &[
     ("prefix, 1 syllable", "파"),
@@ -31,12 +31,12 @@ const QUERIES: &[(&str, &str)] = &[
 async fn main() {
     let dir = std::env::var("CHAJA_BENCH_INDEX").expect("set CHAJA_BENCH_INDEX to a built index");
     let ko_dic = std::env::var("CHAJA_KO_DIC").unwrap_or_else(|_| "data/ko-dic".to_owned());
-    chaja::index::morph::init(std::path::Path::new(&ko_dic));
+    chaja_index::morph::init(std::path::Path::new(&ko_dic));
     let iterations: usize = std::env::var("CHAJA_BENCH_ITER")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
-    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja::demo::sources())
+    let index = SearchIndex::open_or_create(std::path::Path::new(&dir), &chaja_demo::sources())
         .expect("index opens");
     let suggester = Suggester::default();
     let started = Instant::now();

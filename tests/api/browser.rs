@@ -182,8 +182,9 @@ async fn seeded() -> (TestApp, i64) {
     }
     app.wait_indexed().await;
     app.state
+        .search
         .suggester
-        .refresh(&app.state.index, &app.state.trending)
+        .refresh(&app.state.search.index, &app.state.search.trending)
         .await
         .unwrap();
     (app, first)
@@ -478,7 +479,7 @@ return failures;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_needs_the_admin_key_and_runs_verify_and_reindex() {
     let app = spawn_app_with(Store::Sqlite, |args| {
-        args.admin_key = Some("console-key".to_owned());
+        args.keys.admin_key = Some("console-key".to_owned());
     })
     .await;
     let user = app.create_user("u").await;
@@ -545,7 +546,7 @@ async fn console_needs_the_admin_key_and_runs_verify_and_reindex() {
     .await;
 
     // Reindex, with its progress, to the swap.
-    let before = app.state.index.live().id;
+    let before = app.state.search.index.live().id;
     click(&browser, "#run-reindex").await;
     if browser.get_alert_text().await.is_ok() {
         browser.accept_alert().await.unwrap();
@@ -556,7 +557,7 @@ async fn console_needs_the_admin_key_and_runs_verify_and_reindex() {
         "document.querySelector('#reindex-state')?.textContent.includes('교체')",
     )
     .await;
-    assert!(app.state.index.live().id > before);
+    assert!(app.state.search.index.live().id > before);
     screenshot(&browser, "console.png").await;
 
     browser.close().await.unwrap();

@@ -6,9 +6,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chaja::cache::trending::{Trend, Trending, Window};
-use chaja::cache::{Answer, CacheSettings, RedisTier, SearchCache};
-use chaja::mirror::Progress;
+use chaja_mirror::Progress;
+use chaja_search::cache::{Answer, CacheSettings, RedisTier, SearchCache};
+use chaja_search::trending::{Trend, Trending, Window};
 use serde_json::Value;
 
 use crate::both_stores;
@@ -23,8 +23,8 @@ both_stores!(
 
 async fn answers_are_cached_until_the_index_moves(store: Store) {
     let app = spawn_app_with(store, |a| {
-        a.redis_url = Some(redis_url());
-        a.cache_max_stale_ms = 0;
+        a.cache.redis_url = Some(redis_url());
+        a.cache.max_stale = std::time::Duration::from_millis(0);
     })
     .await;
     let user = app.create_user("u").await;
@@ -52,7 +52,10 @@ async fn answers_are_cached_until_the_index_moves(store: Store) {
 }
 
 async fn stale_answers_are_served_only_within_the_bound(store: Store) {
-    let app = spawn_app_with(store, |a| a.cache_max_stale_ms = 60_000).await;
+    let app = spawn_app_with(store, |a| {
+        a.cache.max_stale = std::time::Duration::from_millis(60_000)
+    })
+    .await;
     let user = app.create_user("u").await;
     app.create_question(user, "신선도", "본문").await;
     app.wait_indexed().await;
@@ -71,8 +74,8 @@ async fn stale_answers_are_served_only_within_the_bound(store: Store) {
 
 async fn redis_keeps_answers_across_a_restart(store: Store) {
     let app = spawn_app_with(store, |a| {
-        a.redis_url = Some(redis_url());
-        a.cache_max_stale_ms = 60_000;
+        a.cache.redis_url = Some(redis_url());
+        a.cache.max_stale = std::time::Duration::from_millis(60_000);
     })
     .await;
     let user = app.create_user("u").await;
@@ -82,7 +85,7 @@ async fn redis_keeps_answers_across_a_restart(store: Store) {
     assert_eq!(before["cache"]["hit"], false);
     // Asked for twice, so hot: written to Redis (off the request path).
     assert_eq!(app.search("공유", "").await["cache"]["hit"], true);
-    let prefix = app.args.cache_prefix.clone();
+    let prefix = app.args.cache.cache_prefix.clone();
     wait_for("the answer in redis", || async {
         redis_keys(&prefix, "search:v3:").await.len() == 1
     })
@@ -98,8 +101,8 @@ async fn redis_keeps_answers_across_a_restart(store: Store) {
 
 async fn searches_answer_when_redis_is_unreachable(store: Store) {
     let app = spawn_app_with(store, |a| {
-        a.redis_url = Some("redis://127.0.0.1:1".to_owned());
-        a.cache_max_stale_ms = 0;
+        a.cache.redis_url = Some("redis://127.0.0.1:1".to_owned());
+        a.cache.max_stale = std::time::Duration::from_millis(0);
     })
     .await;
     let user = app.create_user("u").await;
@@ -156,9 +159,9 @@ async fn redis_keys(prefix: &str, kind: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_unique_queries_evicts_no_hot_key_and_stays_out_of_redis() {
     let app = spawn_app_with(Store::Sqlite, |a| {
-        a.redis_url = Some(redis_url());
-        a.cache_l1_mb = 1;
-        a.cache_max_stale_ms = 600_000;
+        a.cache.redis_url = Some(redis_url());
+        a.cache.l1 = 1 << 20;
+        a.cache.max_stale = std::time::Duration::from_millis(600_000);
     })
     .await;
     let user = app.create_user("u").await;
@@ -174,17 +177,17 @@ async fn a_flood_of_unique_queries_evicts_no_hot_key_and_stays_out_of_redis() {
     for _ in 0..20 {
         app.search("인기", "").await;
     }
-    let computed = app.state.cache.computations();
+    let computed = app.state.search.cache.computations();
     let flood = futures::stream::iter(words.iter().map(|w| app.search(w, "")));
     let answers: Vec<Value> =
         futures::StreamExt::collect(futures::StreamExt::buffer_unordered(flood, 8)).await;
     assert!(answers.iter().all(|a| a["total"] == 10));
-    assert_eq!(app.state.cache.computations(), computed + 1000);
+    assert_eq!(app.state.search.cache.computations(), computed + 1000);
 
     let hot = app.search("인기", "").await;
     assert_eq!(hot["cache"]["hit"], true, "the hot key was evicted");
-    assert_eq!(app.state.cache.computations(), computed + 1000);
-    let prefix = app.args.cache_prefix.clone();
+    assert_eq!(app.state.search.cache.computations(), computed + 1000);
+    let prefix = app.args.cache.cache_prefix.clone();
     assert_eq!(redis_keys(&prefix, "search:v3:").await.len(), 1);
     app.finish().await;
 }
@@ -202,8 +205,8 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
     let url = redis.url();
     let app = Arc::new(
         spawn_app_with(Store::Sqlite, |a| {
-            a.redis_url = Some(url);
-            a.cache_max_stale_ms = 0;
+            a.cache.redis_url = Some(url);
+            a.cache.max_stale = std::time::Duration::from_millis(0);
         })
         .await,
     );
@@ -257,7 +260,13 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
 
 fn answer(watermark: i64) -> Answer {
     let no_hits = serde_json::value::RawValue::from_string("[]".to_owned()).unwrap();
-    Answer::new(vec![1, 0], no_hits, None, watermark, chaja::db::now_ms())
+    Answer::new(
+        vec![1, 0],
+        no_hits,
+        None,
+        watermark,
+        chaja_core::clock::now_ms(),
+    )
 }
 
 /// Two replicas sharing Redis: when a hot key expires on both, one of them
@@ -317,7 +326,7 @@ async fn one_recompute_across_replicas(url: &str) {
         let progress = Arc::new(Progress::default());
         let redis = RedisTier::new(url, &prefix, Duration::from_millis(200)).unwrap();
         (
-            SearchCache::new(Some(redis), settings, progress.clone()),
+            SearchCache::new(Some(redis), settings, progress.version_handle()),
             progress,
         )
     };
@@ -388,7 +397,7 @@ fn ip(s: &str) -> IpAddr {
 
 /// Trending counts per window with explicit times: in-process and in Redis.
 async fn trending_windows(trending: Trending) {
-    let now = chaja::db::now_ms();
+    let now = chaja_core::clock::now_ms();
     let minute = 60_000;
     trending.record_at("오래된 글", ip("10.0.0.1"), now - 120 * minute);
     trending.record_at("한 시간 안", ip("10.0.0.1"), now - 30 * minute);
@@ -425,7 +434,7 @@ async fn trending_windows_in_redis() {
 /// One client sending many distinct queries adds at most 30 keywords to a
 /// bucket; other clients still count.
 async fn trending_caps_each_client(trending: Trending) {
-    let now = chaja::db::now_ms();
+    let now = chaja_core::clock::now_ms();
     for i in 0..100 {
         trending.record_at(&format!("스팸 {i:03}"), ip("10.9.9.9"), now);
     }
@@ -453,7 +462,7 @@ async fn trending_caps_each_client_in_redis() {
 async fn trending_over_http(redis: bool) {
     let app = spawn_app_with(Store::Sqlite, |a| {
         if redis {
-            a.redis_url = Some(redis_url());
+            a.cache.redis_url = Some(redis_url());
         }
     })
     .await;
@@ -497,7 +506,7 @@ async fn trending_over_http(redis: bool) {
         search(client, "a", "").await;
         search(client, "없는말", "").await;
     }
-    app.state.trending.flush().await;
+    app.state.search.trending.flush().await;
     let (status, body) = app.get("/api/search/trending?window=1h&limit=10").await;
     assert_eq!(status, 200);
     let expected = serde_json::json!([
@@ -516,7 +525,7 @@ async fn trending_over_http(redis: bool) {
     )
     .await;
     // What found nothing is counted apart (`a` is too short to list).
-    app.state.zero_results.flush().await;
+    app.state.search.zero_results.flush().await;
     let (status, zero) = app.get("/api/search/zero-results?window=24h").await;
     assert_eq!(status, 200);
     assert_eq!(
@@ -547,7 +556,8 @@ async fn trending_over_http_in_redis() {
 }
 
 /// The key of a first page for the query `hot`.
-fn hot() -> chaja::index::search::SearchKey {
-    let request = chaja::index::search::Request::newest_first(chaja::text::parse_query("hot"), 10);
-    chaja::index::search::SearchKey::first_page(&request)
+fn hot() -> chaja_index::search::SearchKey {
+    let request =
+        chaja_index::search::Request::newest_first(chaja_core::text::parse_query("hot"), 10);
+    chaja_index::search::SearchKey::first_page(&request)
 }

@@ -480,7 +480,7 @@ impl Http {
         let url = format!(
             "{}/api/search?q={}&size=100",
             self.base,
-            chaja::loadtest::urlencode(q)
+            crate::helpers::urlencode(q)
         );
         let response = self
             .client

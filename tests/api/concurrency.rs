@@ -8,9 +8,9 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use sqlx::Connection;
 
-use chaja::db::outbox;
-use chaja::error::Error;
-use chaja::mirror::reindex::{self, reindex};
+use chaja_mirror::reindex::{self, reindex};
+use chaja_mirror::MirrorError;
+use chaja_store::outbox;
 
 use crate::both_stores;
 use crate::helpers::{spawn_app_with, Store, TestApp};
@@ -75,9 +75,9 @@ async fn insert_questions(app: &TestApp, user: i64, prefix: &str, n: usize) {
 /// scan saw no row would: everything reaches it by replay. Returns its id.
 async fn publish_empty_rebuild(root: std::path::PathBuf) -> u64 {
     tokio::task::spawn_blocking(move || {
-        let generation = chaja::index::create_generation(&root, &chaja::demo::sources()).unwrap();
+        let generation = chaja_index::create_generation(&root, &chaja_demo::sources()).unwrap();
         generation.writer(32 << 20).unwrap().commit(0).unwrap();
-        chaja::index::publish(&root, generation.id).unwrap();
+        chaja_index::publish(&root, generation.id).unwrap();
         generation.id
     })
     .await
@@ -86,7 +86,7 @@ async fn publish_empty_rebuild(root: std::path::PathBuf) -> u64 {
 
 async fn wait_for_generation(app: &TestApp, id: u64) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while app.state.index.live().id != id {
+    while app.state.search.index.live().id != id {
         assert!(Instant::now() < deadline, "generation {id} never went live");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -98,7 +98,10 @@ async fn wait_for_generation(app: &TestApp, id: u64) {
 /// row never became searchable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_open_past_the_grace_is_applied_when_it_commits() {
-    let app = spawn_app_with(Store::MySql, |a| a.gap_grace_secs = 1).await;
+    let app = spawn_app_with(Store::MySql, |a| {
+        a.mirror.gap_grace = std::time::Duration::from_secs(1)
+    })
+    .await;
     let user = app.create_user("u").await;
     let mut long = open_transaction(&app).await;
     exec(
@@ -138,7 +141,10 @@ async fn a_transaction_open_past_the_grace_is_applied_when_it_commits() {
 /// position and the delete below it was never replayed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_committed_after_a_rebuild_scanned_its_row_is_applied() {
-    let app = spawn_app_with(Store::MySql, |a| a.gap_grace_secs = 1).await;
+    let app = spawn_app_with(Store::MySql, |a| {
+        a.mirror.gap_grace = std::time::Duration::from_secs(1)
+    })
+    .await;
     let user = app.create_user("u").await;
     let doomed = app.create_question(user, "삭제대상", "본문").await;
     app.wait_indexed().await;
@@ -152,7 +158,7 @@ async fn a_delete_committed_after_a_rebuild_scanned_its_row_is_applied() {
     wait_total(&app, "나중글", 1, Duration::from_secs(10)).await;
     let rebuilt = reindex(
         app.db(),
-        app.state.index.sources(),
+        app.state.search.index.sources(),
         &app.index_dir(),
         32 << 20,
         false,
@@ -171,7 +177,10 @@ async fn a_delete_committed_after_a_rebuild_scanned_its_row_is_applied() {
 /// at the held position stayed "fresh" until the gap resolved.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_answers_follow_commits_while_a_gap_holds_the_position() {
-    let app = spawn_app_with(Store::MySql, |a| a.cache_max_stale_ms = 0).await;
+    let app = spawn_app_with(Store::MySql, |a| {
+        a.cache.max_stale = std::time::Duration::from_millis(0)
+    })
+    .await;
     let user = app.create_user("u").await;
     let mut open = open_transaction(&app).await;
     exec(
@@ -199,7 +208,7 @@ async fn cached_answers_follow_commits_while_a_gap_holds_the_position() {
 /// replays them from the outbox) never disappear from search at the swap.
 /// Before, the swap came first and the replay after.
 async fn rows_written_during_a_rebuild_never_vanish_at_the_swap(store: Store) {
-    let app = spawn_app_with(store, |a| a.indexer_batch = 5).await;
+    let app = spawn_app_with(store, |a| a.mirror.indexer_batch = 5).await;
     let user = app.create_user("u").await;
     insert_questions(&app, user, "교체", 200).await;
     app.wait_indexed().await;
@@ -207,7 +216,7 @@ async fn rows_written_during_a_rebuild_never_vanish_at_the_swap(store: Store) {
     // A rebuild whose scan saw none of the rows: they all come by replay.
     let published = publish_empty_rebuild(app.index_dir()).await;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while app.state.index.live().id != published {
+    while app.state.search.index.live().id != published {
         assert_eq!(app.search("교체", "").await["total"], 200, "rows vanished");
         assert!(Instant::now() < deadline, "the rebuild never went live");
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -220,7 +229,10 @@ async fn rows_written_during_a_rebuild_never_vanish_at_the_swap(store: Store) {
 /// position. A rebuild fixes the index, and cached answers must not
 /// outlive it. Before, the cache keyed freshness on the outbox position.
 async fn a_rebuild_at_an_unchanged_position_replaces_cached_answers(store: Store) {
-    let app = spawn_app_with(store, |a| a.cache_max_stale_ms = 0).await;
+    let app = spawn_app_with(store, |a| {
+        a.cache.max_stale = std::time::Duration::from_millis(0)
+    })
+    .await;
     let user = app.create_user("u").await;
     let q = app.create_question(user, "재색인 전", "본문").await;
     app.wait_indexed().await;
@@ -233,7 +245,7 @@ async fn a_rebuild_at_an_unchanged_position_replaces_cached_answers(store: Store
     .await;
     let rebuilt = reindex(
         app.db(),
-        app.state.index.sources(),
+        app.state.search.index.sources(),
         &app.index_dir(),
         32 << 20,
         false,
@@ -251,7 +263,10 @@ async fn a_rebuild_at_an_unchanged_position_replaces_cached_answers(store: Store
 /// and rows the restore took away leave. Before, every write at or below
 /// the old position was skipped silently.
 async fn an_outbox_rewound_below_the_index_is_detected_and_rebuilt(store: Store) {
-    let app = spawn_app_with(store, |a| a.housekeeping_ms = 50).await;
+    let app = spawn_app_with(store, |a| {
+        a.mirror.housekeeping = std::time::Duration::from_millis(50)
+    })
+    .await;
     let user = app.create_user("u").await;
     for i in 0..5 {
         app.create_question(user, &format!("되감기 {i}"), "본문")
@@ -311,13 +326,16 @@ async fn only_one_reindex_runs_at_a_time(store: Store) {
     let held = reindex::lock(&app.index_dir()).await.unwrap();
     let second = reindex(
         app.db(),
-        app.state.index.sources(),
+        app.state.search.index.sources(),
         &app.index_dir(),
         32 << 20,
         false,
     )
     .await;
-    assert!(matches!(second, Err(Error::Conflict(_))), "{second:?}");
+    assert!(
+        matches!(second, Err(MirrorError::RebuildRunning)),
+        "{second:?}"
+    );
     let (status, body) = app
         .send(reqwest::Method::POST, "/api/admin/reindex", Value::Null)
         .await;
@@ -325,7 +343,7 @@ async fn only_one_reindex_runs_at_a_time(store: Store) {
     drop(held);
     let rebuilt = reindex(
         app.db(),
-        app.state.index.sources(),
+        app.state.search.index.sources(),
         &app.index_dir(),
         32 << 20,
         false,
@@ -342,8 +360,8 @@ async fn only_one_reindex_runs_at_a_time(store: Store) {
 /// built: otherwise the outbox rows it must replay could be pruned under it.
 async fn a_rebuild_holds_back_pruning_until_it_is_adopted(store: Store) {
     let app = spawn_app_with(store, |a| {
-        a.outbox_keep = 0;
-        a.housekeeping_ms = 50;
+        a.mirror.outbox_keep = 0;
+        a.mirror.housekeeping = std::time::Duration::from_millis(50);
     })
     .await;
     let user = app.create_user("u").await;
@@ -353,7 +371,7 @@ async fn a_rebuild_holds_back_pruning_until_it_is_adopted(store: Store) {
     let other = tempfile::tempdir().unwrap();
     let rebuilt = reindex(
         app.db(),
-        app.state.index.sources(),
+        app.state.search.index.sources(),
         &other.path().join("index"),
         32 << 20,
         false,
@@ -430,7 +448,10 @@ async fn readyz_waits_for_the_index_to_be_warm() {
 /// the index stops following the database. Before, it said ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_fails_while_the_indexer_is_stuck() {
-    let app = spawn_app_with(Store::MySql, |a| a.housekeeping_ms = 100).await;
+    let app = spawn_app_with(Store::MySql, |a| {
+        a.mirror.housekeeping = std::time::Duration::from_millis(100)
+    })
+    .await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while outbox_replicas(&app).await == 0 {
         assert!(Instant::now() < deadline, "no heartbeat");
@@ -438,7 +459,7 @@ async fn readyz_fails_while_the_indexer_is_stuck() {
     }
     let mut lock = open_transaction(&app).await;
     exec(&mut lock, "SELECT * FROM search_replicas FOR UPDATE").await;
-    let deadline = Instant::now() + chaja::mirror::STUCK_AFTER + Duration::from_secs(15);
+    let deadline = Instant::now() + chaja_mirror::STUCK_AFTER + Duration::from_secs(15);
     loop {
         let (status, body) = app.get("/readyz").await;
         if status == StatusCode::SERVICE_UNAVAILABLE {
@@ -471,9 +492,9 @@ async fn outbox_replicas(app: &TestApp) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pruning_never_takes_the_row_of_a_transaction_still_open() {
     let app = spawn_app_with(Store::MySql, |a| {
-        a.gap_grace_secs = 1;
-        a.outbox_keep = 0;
-        a.housekeeping_ms = 100;
+        a.mirror.gap_grace = std::time::Duration::from_secs(1);
+        a.mirror.outbox_keep = 0;
+        a.mirror.housekeeping = std::time::Duration::from_millis(100);
     })
     .await;
     let user = app.create_user("u").await;
@@ -498,7 +519,7 @@ async fn pruning_never_takes_the_row_of_a_transaction_still_open() {
 /// server restarted before that serves the old, complete one. Before, a
 /// rebuild replaced `CURRENT` itself, and a restart served its scan.
 async fn a_restart_before_the_swap_serves_the_caught_up_generation(store: Store) {
-    let app = spawn_app_with(store, |a| a.indexer_batch = 5).await;
+    let app = spawn_app_with(store, |a| a.mirror.indexer_batch = 5).await;
     let user = app.create_user("u").await;
     insert_questions(&app, user, "재시작", 100).await;
     app.wait_indexed().await;

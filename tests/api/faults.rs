@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::json;
 
-use chaja::mirror::verify::verify;
+use chaja_mirror::verify::verify;
 
 use crate::both_stores;
 use crate::helpers::{spawn_app, spawn_app_with, PrivateMariaDb, Store};
@@ -27,12 +27,14 @@ async fn a_row_inserted_and_deleted_before_indexing_never_shows(store: Store) {
         .await;
     app.wait_indexed().await;
     assert_eq!(app.search("잠깐", "").await["total"], 0);
-    assert!(
-        verify(app.db(), app.state.index.sources(), app.state.index.live())
-            .await
-            .unwrap()
-            .is_clean()
-    );
+    assert!(verify(
+        app.db(),
+        app.state.search.index.sources(),
+        app.state.search.index.live()
+    )
+    .await
+    .unwrap()
+    .is_clean());
     app.finish().await;
 }
 
@@ -51,12 +53,14 @@ async fn a_thousand_updates_to_one_row_end_in_its_last_version(store: Store) {
     assert_eq!(hits["total"], 1);
     assert_eq!(app.search("\"버전 1000\"", "").await["total"], 1);
     assert_eq!(app.search("\"버전 999\"", "").await["total"], 0);
-    assert!(
-        verify(app.db(), app.state.index.sources(), app.state.index.live())
-            .await
-            .unwrap()
-            .is_clean()
-    );
+    assert!(verify(
+        app.db(),
+        app.state.search.index.sources(),
+        app.state.search.index.live()
+    )
+    .await
+    .unwrap()
+    .is_clean());
     app.finish().await;
 }
 
@@ -76,9 +80,13 @@ async fn a_burst_of_ten_thousand_raw_inserts_is_indexed(store: Store) {
     }
     app.wait_indexed().await;
     assert_eq!(app.search("대량", "").await["total"], 10_000);
-    let report = verify(app.db(), app.state.index.sources(), app.state.index.live())
-        .await
-        .unwrap();
+    let report = verify(
+        app.db(),
+        app.state.search.index.sources(),
+        app.state.search.index.live(),
+    )
+    .await
+    .unwrap();
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(report.docs_in_index, 10_000);
     app.finish().await;
@@ -137,11 +145,13 @@ async fn mariadb_down_searches_answer_writes_503_and_nothing_is_lost() {
     }
     app.wait_indexed().await;
     assert_eq!(app.search("장애", "").await["total"], 2);
-    assert!(
-        verify(app.db(), app.state.index.sources(), app.state.index.live())
-            .await
-            .unwrap()
-            .is_clean()
-    );
+    assert!(verify(
+        app.db(),
+        app.state.search.index.sources(),
+        app.state.search.index.live()
+    )
+    .await
+    .unwrap()
+    .is_clean());
     app.finish().await;
 }

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use chaja::app::App;
-use chaja::config::{ServeArgs, StoreArgs};
-use chaja::db::{outbox, Db};
-use chaja::http::AppState;
+use chaja::config::{CacheArgs, DemoArgs, KeyArgs, LimitArgs, MirrorArgs, ServeArgs, StoreArgs};
+use chaja_http::AppState;
+use chaja_store::{outbox, Db};
 use reqwest::StatusCode;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -44,6 +44,11 @@ pub fn ko_dic() -> std::path::PathBuf {
     )
 }
 
+/// Percent-encodes a query value (every byte but ASCII letters and digits).
+pub fn urlencode(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
 pub fn redis_url() -> String {
     std::env::var("CHAJA_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
 }
@@ -60,7 +65,7 @@ pub struct TestApp {
     pub state: AppState,
     pub args: ServeArgs,
     shutdown: CancellationToken,
-    server: tokio::task::JoinHandle<chaja::error::Result<()>>,
+    server: tokio::task::JoinHandle<chaja::app::Result<()>>,
     fixture: Fixture,
 }
 
@@ -89,9 +94,9 @@ pub async fn spawn_app_on_schema(store: Store, schema: &[&str], config_toml: &st
     let database = Database::create(store).await;
     database.run(schema).await;
     let path = database.write_config(config_toml);
-    let file = chaja::sources::ConfigFile::load(&path).expect("the test config loads");
+    let file = chaja_core::sources::ConfigFile::load(&path).expect("the test config loads");
     let db = Db::connect_lazy(&database.url, 1).unwrap();
-    chaja::install::install(
+    chaja_store::install::install(
         &db,
         file.sources.as_ref().expect("the config names sources"),
     )
@@ -180,52 +185,63 @@ impl Database {
 /// The settings of a test server on `database`: small pools, fast polling,
 /// no Redis.
 fn serve_args(database: &Database) -> ServeArgs {
+    use std::time::Duration;
     ServeArgs {
         store: StoreArgs {
             database_url: database.url.clone(),
             index_dir: database.dir.path().join("index"),
             db_pool: Some(4),
             ko_dic: ko_dic(),
-            writer_memory_mb: 32,
+            writer_memory: 32 << 20,
             config: None,
         },
         bind: "127.0.0.1:0".parse().unwrap(),
-        redis_url: None,
-        cache_prefix: format!("chaja-test-{:016x}", rand::random::<u64>()),
-        cache_max_stale_ms: 0,
-        cache_grace_ms: 0,
-        redis_timeout_ms: 50,
-        trending_min_chars: 2,
-        cache_l1_mb: 16,
-        cursor_secret: None,
-        api_key: None,
-        write_key: None,
-        admin_key: None,
-        search_key: None,
-        rate_limit: 0,
-        request_timeout_ms: 10_000,
-        max_in_flight: 1024,
-        max_in_flight_per_client: 0,
-        heavy_searches: None,
-        trusted_proxies: Default::default(),
-        client_ip_header: Default::default(),
-        max_query_chars: 100,
-        max_size: 100,
-        max_depth: 10_000,
-        max_title_chars: 200,
-        max_content_chars: 20_000,
-        max_body_bytes: 65_536,
-        replica_id: None,
-        database_read_url: None,
-        max_replica_lag_secs: 30,
-        drain_ms: 0,
-        outbox_retention_hours: 24,
-        outbox_keep: 100_000,
-        housekeeping_ms: 10_000,
-        poll_ms: 20,
-        gap_grace_secs: 60,
-        indexer_batch: 2000,
-        heal_duplicates: false,
+        drain: Duration::ZERO,
+        cache: CacheArgs {
+            redis_url: None,
+            cache_prefix: format!("chaja-test-{:016x}", rand::random::<u64>()),
+            max_stale: Duration::ZERO,
+            grace: Duration::ZERO,
+            redis_timeout: Duration::from_millis(50),
+            trending_min_chars: 2,
+            l1: 16 << 20,
+        },
+        keys: KeyArgs {
+            cursor_secret: None,
+            api_key: None,
+            write_key: None,
+            admin_key: None,
+            search_key: None,
+        },
+        limits: LimitArgs {
+            rate_limit: 0,
+            request_timeout: Duration::from_secs(10),
+            max_in_flight: 1024,
+            max_in_flight_per_client: 0,
+            heavy_searches: None,
+            trusted_proxies: Default::default(),
+            client_ip_header: Default::default(),
+            max_query_chars: 100,
+            max_size: 100,
+            max_depth: 10_000,
+            max_body_bytes: 65_536,
+        },
+        demo: DemoArgs {
+            max_title_chars: 200,
+            max_content_chars: 20_000,
+        },
+        mirror: MirrorArgs {
+            replica_id: None,
+            database_read_url: None,
+            max_replica_lag: Duration::from_secs(30),
+            outbox_retention: Duration::from_secs(24 * 3600),
+            outbox_keep: 100_000,
+            housekeeping: Duration::from_secs(10),
+            poll: Duration::from_millis(20),
+            gap_grace: Duration::from_secs(60),
+            indexer_batch: 2000,
+            heal_duplicates: false,
+        },
     }
 }
 
@@ -299,7 +315,7 @@ impl TestApp {
 
     /// Searches with extra query parameters; panics unless 200.
     pub async fn search(&self, q: &str, extra: &str) -> Value {
-        let url = format!("/api/search?q={}{extra}", chaja::loadtest::urlencode(q));
+        let url = format!("/api/search?q={}{extra}", crate::helpers::urlencode(q));
         let (status, body) = self.get(&url).await;
         assert_eq!(status, StatusCode::OK, "search {q:?} failed: {body}");
         body
@@ -477,7 +493,7 @@ pub fn dictionary_with_user_words(dir: &std::path::Path, words: &[&str]) -> Path
     let csv = dir.join("user.csv");
     let rows: String = words.iter().map(|w| format!("{w},NNG,{w}\n")).collect();
     std::fs::write(&csv, rows).unwrap();
-    chaja::index::morph::build_user_dictionary(&csv, &dictionary).unwrap();
+    chaja_index::morph::build_user_dictionary(&csv, &dictionary).unwrap();
     dictionary
 }
 
@@ -641,7 +657,7 @@ impl PrivateMariaDb {
 
     /// Runs one statement as root.
     pub async fn admin(&self, sql: &str) {
-        let db = chaja::db::Db::connect_lazy(&self.url(), 1).unwrap();
+        let db = chaja_store::Db::connect_lazy(&self.url(), 1).unwrap();
         sqlx::query(sql).execute(&db.pool).await.unwrap();
         db.pool.close().await;
     }
@@ -671,7 +687,7 @@ impl PrivateMariaDb {
         let deadline = Instant::now() + Duration::from_secs(30);
         let admin = format!("mysql://root@127.0.0.1:{}/mysql", self.port);
         loop {
-            let db = chaja::db::Db::connect_lazy(&admin, 1).unwrap();
+            let db = chaja_store::Db::connect_lazy(&admin, 1).unwrap();
             if sqlx::query("CREATE DATABASE IF NOT EXISTS test")
                 .execute(&db.pool)
                 .await

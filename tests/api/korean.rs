@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use chaja::index::morph;
+use chaja_index::morph;
 use serde_json::Value;
 
 use crate::helpers::{
@@ -161,10 +161,11 @@ async fn suggestions_complete_initials_half_syllables_and_latin_typing() {
     for _ in 0..3 {
         app.search("클라우드 네이티브", "").await;
     }
-    app.state.trending.flush().await;
+    app.state.search.trending.flush().await;
     app.state
+        .search
         .suggester
-        .refresh(&app.state.index, &app.state.trending)
+        .refresh(&app.state.search.index, &app.state.search.trending)
         .await
         .unwrap();
 
@@ -238,8 +239,9 @@ async fn little_found_offers_did_you_mean_with_totals() {
     }
     app.wait_indexed().await;
     app.state
+        .search
         .suggester
-        .refresh(&app.state.index, &app.state.trending)
+        .refresh(&app.state.search.index, &app.state.search.trending)
         .await
         .unwrap();
     let meant = |body: &Value| -> Vec<(String, u64)> {
@@ -488,5 +490,5 @@ fn ndcg_at_10(ranked: &[String], relevant: &Value) -> f64 {
 }
 
 fn urlencode(s: &str) -> String {
-    chaja::loadtest::urlencode(s)
+    crate::helpers::urlencode(s)
 }

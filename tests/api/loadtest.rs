@@ -1,8 +1,8 @@
 //! `chaja loadtest` against a real server: every scenario runs, is bounded,
 //! and reports what it did.
 
-use chaja::config::LoadtestArgs;
-use chaja::demo::seed::{seed, TextSource};
+use chaja_demo::seed::{seed, TextSource};
+use chaja_loadtest::LoadtestConfig;
 
 use crate::helpers::{spawn_app, Store};
 
@@ -22,7 +22,7 @@ async fn every_scenario_runs_and_reports() {
     ] {
         // `hot` is the search scenario on one keyword, `manifest` on the
         // keywords of the seed's manifest.
-        use chaja::loadtest::LoadScenario;
+        use chaja_loadtest::LoadScenario;
         let (scenario, keyword, from_manifest) = match run {
             "hot" => (LoadScenario::Search, Some("합니다".to_owned()), None),
             "manifest" => (LoadScenario::Search, None, Some(manifest.clone())),
@@ -32,7 +32,7 @@ async fn every_scenario_runs_and_reports() {
             "longtail" => (LoadScenario::Longtail, None, None),
             _ => (LoadScenario::Search, None, None),
         };
-        let args = LoadtestArgs {
+        let args = LoadtestConfig {
             host: format!("http://{}", app.addr),
             scenario,
             keyword,
@@ -43,7 +43,7 @@ async fn every_scenario_runs_and_reports() {
             iterations: 0,
             report_dir: dir.path().join(run),
         };
-        let summary = chaja::loadtest::run(&args).await.unwrap();
+        let summary = chaja_loadtest::run(&args).await.unwrap();
         assert_eq!(summary.errors, 0, "{scenario}: {summary}");
         assert!(summary.executed > 0, "{scenario}: {summary}");
         assert!(summary.peak_tps > 0);
@@ -68,7 +68,7 @@ async fn every_scenario_runs_and_reports() {
                 assert_eq!(kinds, ["search: hot"]);
             }
             "manifest" => {
-                let expected = chaja::loadtest::Mix::from_manifest(&seeded.manifest);
+                let expected = chaja_loadtest::Mix::from_manifest(&seeded.manifest);
                 assert_eq!(summary.mix, expected);
                 assert!(kinds.iter().all(|k| k.contains("search")), "{kinds:?}");
             }

@@ -8,6 +8,7 @@ mod concurrency;
 mod faults;
 mod helpers;
 mod korean;
+#[cfg(feature = "loadtest")]
 mod loadtest;
 mod mirror;
 mod openapi;

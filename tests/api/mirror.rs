@@ -4,10 +4,10 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use chaja::db::outbox;
-use chaja::demo::seed::{seed, TextSource};
-use chaja::mirror::reindex::reindex;
-use chaja::mirror::verify::{repair, verify, Problem};
+use chaja_demo::seed::{seed, TextSource};
+use chaja_mirror::reindex::reindex;
+use chaja_mirror::verify::{repair, verify, Problem};
+use chaja_store::outbox;
 
 use crate::both_stores;
 use crate::helpers::{spawn_app, spawn_app_with, Server, Store};
@@ -96,7 +96,7 @@ async fn restart_resumes_from_the_commit_payload(store: Store) {
 
     let app = app.restart().await;
     // The new process starts from the position the index recorded.
-    assert_eq!(app.state.index.live().applied_seq().unwrap(), before);
+    assert_eq!(app.state.search.index.live().applied_seq().unwrap(), before);
     app.sql("INSERT INTO questions (author_id, title, content) VALUES (1, '재시작 후', '본문')")
         .await;
     app.wait_indexed().await;
@@ -112,7 +112,7 @@ async fn restart_resumes_from_the_commit_payload(store: Store) {
 async fn reindex_gives_the_same_answers(store: Store) {
     // No answer cache: a rebuild leaves the outbox position where it was,
     // so cached answers would stay current and the new index go unasked.
-    let app = spawn_app_with(store, |a| a.cache_l1_mb = 0).await;
+    let app = spawn_app_with(store, |a| a.cache.l1 = 0).await;
     seed(app.db(), 60, 7, &TextSource::Builtin, false)
         .await
         .unwrap();
@@ -155,11 +155,11 @@ async fn reindex_gives_the_same_answers(store: Store) {
         before_morph[0].0, 1,
         "match=morph finds 클라우드를 for 클라우드에서"
     );
-    let old_generation = app.state.index.live().id;
+    let old_generation = app.state.search.index.live().id;
 
     let rebuilt = reindex(
         app.db(),
-        app.state.index.sources(),
+        app.state.search.index.sources(),
         &app.index_dir(),
         32 << 20,
         false,
@@ -169,7 +169,7 @@ async fn reindex_gives_the_same_answers(store: Store) {
     assert!(rebuilt.generation > old_generation);
     // The running server switches to the new generation by itself.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while app.state.index.live().id != rebuilt.generation {
+    while app.state.search.index.live().id != rebuilt.generation {
         assert!(
             std::time::Instant::now() < deadline,
             "server did not switch generations"
@@ -256,9 +256,9 @@ async fn reindex_under_write_load_ends_equal_to_the_tables(store: Store) {
     let (status, _) = app.post("/api/admin/reindex", json!(null)).await;
     assert_eq!(status, StatusCode::ACCEPTED);
     writer.await.unwrap();
-    let old = app.state.index.live().id;
+    let old = app.state.search.index.live().id;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while app.state.index.live().id == old {
+    while app.state.search.index.live().id == old {
         assert!(
             std::time::Instant::now() < deadline,
             "reindex was not swapped in"
@@ -266,9 +266,13 @@ async fn reindex_under_write_load_ends_equal_to_the_tables(store: Store) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     app.wait_indexed().await;
-    let report = verify(app.db(), app.state.index.sources(), app.state.index.live())
-        .await
-        .unwrap();
+    let report = verify(
+        app.db(),
+        app.state.search.index.sources(),
+        app.state.search.index.live(),
+    )
+    .await
+    .unwrap();
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(
         report.docs_in_index,
@@ -279,16 +283,21 @@ async fn reindex_under_write_load_ends_equal_to_the_tables(store: Store) {
 
 async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
     // The lost outbox rows leave a gap the indexer must not wait on long.
-    let app = spawn_app_with(store, |a| a.gap_grace_secs = 1).await;
+    let app = spawn_app_with(store, |a| {
+        a.mirror.gap_grace = std::time::Duration::from_secs(1)
+    })
+    .await;
     let user = app.create_user("u").await;
     let kept = app.create_question(user, "검증", "본문").await;
     app.wait_indexed().await;
-    assert!(
-        verify(app.db(), app.state.index.sources(), app.state.index.live())
-            .await
-            .unwrap()
-            .is_clean()
-    );
+    assert!(verify(
+        app.db(),
+        app.state.search.index.sources(),
+        app.state.search.index.live()
+    )
+    .await
+    .unwrap()
+    .is_clean());
 
     // While no indexer runs, a row is written and its outbox entry lost.
     let app = app.restart_with(move |app| async move {
@@ -300,9 +309,13 @@ async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
     })
     .await;
     app.wait_indexed().await;
-    let report = verify(app.db(), app.state.index.sources(), app.state.index.live())
-        .await
-        .unwrap();
+    let report = verify(
+        app.db(),
+        app.state.search.index.sources(),
+        app.state.search.index.live(),
+    )
+    .await
+    .unwrap();
     let problems: Vec<Problem> = report.drift.iter().map(|d| d.problem).collect();
     assert_eq!(
         (report.missing, report.stale, report.extra),
@@ -318,17 +331,19 @@ async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
 
     assert_eq!(repair(app.db(), &report.drift).await.unwrap(), 2);
     app.wait_indexed().await;
-    assert!(
-        verify(app.db(), app.state.index.sources(), app.state.index.live())
-            .await
-            .unwrap()
-            .is_clean()
-    );
+    assert!(verify(
+        app.db(),
+        app.state.search.index.sources(),
+        app.state.search.index.live()
+    )
+    .await
+    .unwrap()
+    .is_clean());
     assert_eq!(app.search("잃어버린", "").await["total"], 1);
     app.finish().await;
 }
 
-async fn outbox_count(db: &chaja::db::Db) -> i64 {
+async fn outbox_count(db: &chaja_store::Db) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM search_outbox")
         .fetch_one(&db.pool)
         .await
@@ -337,8 +352,8 @@ async fn outbox_count(db: &chaja::db::Db) -> i64 {
 
 async fn outbox_is_pruned_below_every_replica(store: Store) {
     let app = spawn_app_with(store, |a| {
-        a.outbox_keep = 0;
-        a.housekeeping_ms = 50;
+        a.mirror.outbox_keep = 0;
+        a.mirror.housekeeping = std::time::Duration::from_millis(50);
     })
     .await;
     let replica = app.spawn_replica().await;
@@ -369,11 +384,14 @@ async fn outbox_is_pruned_below_every_replica(store: Store) {
 }
 
 async fn a_replica_behind_the_pruned_outbox_rebuilds_itself(store: Store) {
-    let app = spawn_app_with(store, |a| a.housekeeping_ms = 50).await;
+    let app = spawn_app_with(store, |a| {
+        a.mirror.housekeeping = std::time::Duration::from_millis(50)
+    })
+    .await;
     let user = app.create_user("u").await;
     app.create_question(user, "복구 전", "본문").await;
     app.wait_indexed().await;
-    let generation = app.state.index.live().id;
+    let generation = app.state.search.index.live().id;
     // While this replica is away, rows are written and other replicas prune
     // the outbox past them.
     let app = app
@@ -384,7 +402,7 @@ async fn a_replica_behind_the_pruned_outbox_rebuilds_itself(store: Store) {
         })
         .await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while app.state.index.live().id == generation {
+    while app.state.search.index.live().id == generation {
         assert!(
             std::time::Instant::now() < deadline,
             "replica did not rebuild"
@@ -456,8 +474,9 @@ async fn kill_9_during_a_write_burst_loses_nothing(store: Store) {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let index =
-        chaja::index::SearchIndex::open_or_create(dir.path(), app.state.index.sources()).unwrap();
-    let report = verify(app.db(), app.state.index.sources(), index.live())
+        chaja_index::SearchIndex::open_or_create(dir.path(), app.state.search.index.sources())
+            .unwrap();
+    let report = verify(app.db(), app.state.search.index.sources(), index.live())
         .await
         .unwrap();
     assert!(report.is_clean(), "{report:?}");

@@ -117,9 +117,9 @@ async fn every_route_is_documented_and_answers_as_documented() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_document_states_the_limits_and_errors_the_server_enforces() {
     let app = spawn_app_with(Store::Sqlite, |args| {
-        args.max_query_chars = 7;
-        args.max_size = 20;
-        args.max_title_chars = 30;
+        args.limits.max_query_chars = 7;
+        args.limits.max_size = 20;
+        args.demo.max_title_chars = 30;
     })
     .await;
     let (_, doc) = app.get("/api-docs/openapi.json").await;

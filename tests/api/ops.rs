@@ -7,7 +7,7 @@ use crate::helpers::{free_port, spawn_app, spawn_app_with, Server, Store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_need_the_api_key_and_reads_do_not() {
-    let app = spawn_app_with(Store::Sqlite, |a| a.api_key = Some("s3cret".into())).await;
+    let app = spawn_app_with(Store::Sqlite, |a| a.keys.api_key = Some("s3cret".into())).await;
     let post = |key: Option<&'static str>| {
         let mut request = app
             .client
@@ -46,9 +46,9 @@ async fn writes_need_the_api_key_and_reads_do_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_and_search_keys_guard_their_own_scopes() {
     let app = spawn_app_with(Store::Sqlite, |a| {
-        a.api_key = Some("writer".into());
-        a.admin_key = Some("operator".into());
-        a.search_key = Some("reader".into());
+        a.keys.api_key = Some("writer".into());
+        a.keys.admin_key = Some("operator".into());
+        a.keys.search_key = Some("reader".into());
     })
     .await;
     let send = |method: reqwest::Method, path: &'static str, key: Option<&'static str>| {
@@ -118,8 +118,8 @@ async fn a_client_over_its_rate_gets_429_with_retry_after() {
     // The client is 203.0.113.5, as a trusted proxy on loopback says:
     // loopback clients themselves are never limited.
     let app = spawn_app_with(Store::Sqlite, |a| {
-        a.rate_limit = 2;
-        a.trusted_proxies = "127.0.0.1".parse().unwrap();
+        a.limits.rate_limit = 2;
+        a.limits.trusted_proxies = "127.0.0.1".parse().unwrap();
     })
     .await;
     for _ in 0..20 {
@@ -184,7 +184,7 @@ async fn oversized_bodies_get_413() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_beyond_the_in_flight_limit_is_shed_with_503() {
     let app = spawn_app_with(Store::Sqlite, |a| {
-        a.max_in_flight = 1;
+        a.limits.max_in_flight = 1;
         a.store.db_pool = Some(1);
     })
     .await;
@@ -350,10 +350,10 @@ async fn sigterm_finishes_requests_and_exits_0() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn input_limits_are_configurable() {
     let app = spawn_app_with(Store::Sqlite, |a| {
-        a.max_query_chars = 5;
-        a.max_size = 3;
-        a.max_title_chars = 4;
-        a.max_body_bytes = 2048;
+        a.limits.max_query_chars = 5;
+        a.limits.max_size = 3;
+        a.demo.max_title_chars = 4;
+        a.limits.max_body_bytes = 2048;
     })
     .await;
     let user = app.create_user("u").await;
@@ -434,8 +434,8 @@ async fn probes_never_take_a_write_connection(store: Store) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_with_too_many_requests_in_flight_gets_429() {
     let app = spawn_app_with(Store::Sqlite, |a| {
-        a.max_in_flight_per_client = 2;
-        a.trusted_proxies = "127.0.0.1".parse().unwrap();
+        a.limits.max_in_flight_per_client = 2;
+        a.limits.trusted_proxies = "127.0.0.1".parse().unwrap();
         a.store.db_pool = Some(1);
     })
     .await;
@@ -498,7 +498,7 @@ async fn a_client_with_too_many_requests_in_flight_gets_429() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trusted_proxy_on_loopback_does_not_make_everyone_loopback() {
     let app = spawn_app_with(Store::Sqlite, |a| {
-        a.trusted_proxies = "127.0.0.1".parse().unwrap();
+        a.limits.trusted_proxies = "127.0.0.1".parse().unwrap();
     })
     .await;
     let via_proxy = app
@@ -609,7 +609,10 @@ async fn admin_status_shows_what_the_console_needs(store: Store) {
         json!({ "question": 1, "review": 2 })
     );
     assert!(body["index"]["size_bytes"].as_u64().unwrap() > 0);
-    assert_eq!(body["index"]["normalization"], chaja::text::NORMALIZATION);
+    assert_eq!(
+        body["index"]["normalization"],
+        chaja_core::text::NORMALIZATION
+    );
     assert_eq!(body["mirror"]["ready"], true);
     assert_eq!(
         body["mirror"]["applied_seq"],

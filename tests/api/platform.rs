@@ -260,9 +260,12 @@ async fn likes_are_idempotent_and_rank_top_liked(store: Store) {
         StatusCode::BAD_REQUEST
     );
     // Likes do not re-index the question (no outbox row).
-    let before = chaja::db::outbox::max_seq(app.db()).await.unwrap();
+    let before = chaja_store::outbox::max_seq(app.db()).await.unwrap();
     like(q1, users[2]).await;
-    assert_eq!(chaja::db::outbox::max_seq(app.db()).await.unwrap(), before);
+    assert_eq!(
+        chaja_store::outbox::max_seq(app.db()).await.unwrap(),
+        before
+    );
     app.finish().await;
 }
 

@@ -5,11 +5,11 @@
 use proptest::prelude::*;
 use unicode_normalization::UnicodeNormalization;
 
-use chaja::index::search::{search_split, Filter, Request, Sort};
-use chaja::index::{create_generation, Generation};
-use chaja::model::{AttrValue, Doc, Key};
-use chaja::sources::SourceId;
-use chaja::text::{parse_query, row_matches};
+use chaja_core::model::{AttrValue, Doc, Key};
+use chaja_core::sources::SourceId;
+use chaja_core::text::{parse_query, row_matches};
+use chaja_index::search::{search_split, Filter, Request, Sort};
+use chaja_index::{create_generation, Generation};
 
 /// Small alphabets so that random keywords actually occur.
 fn text() -> impl Strategy<Value = String> {
@@ -70,7 +70,7 @@ fn keyword() -> impl Strategy<Value = String> {
 
 fn build(docs: &[Doc], deleted: &[usize]) -> (tempfile::TempDir, Generation) {
     let dir = tempfile::tempdir().unwrap();
-    let generation = create_generation(dir.path(), &chaja::demo::sources()).unwrap();
+    let generation = create_generation(dir.path(), &chaja_demo::sources()).unwrap();
     let mut writer = generation.writer(16 << 20).unwrap();
     // Two commits, so there are two segments and deletes in the first.
     let half = docs.len() / 2;
@@ -160,7 +160,7 @@ proptest! {
                 })
                 .filter(|d| filter.from.is_none_or(|f| d.created_at >= f))
                 .filter(|d| filter.to.is_none_or(|t| d.created_at <= t))
-                .map(|d| (d.created_at, chaja::index::uid(d.source, &d.key)))
+                .map(|d| (d.created_at, chaja_index::uid(d.source, &d.key)))
                 .collect();
             expected.sort_unstable_by(|a, b| b.cmp(a));
             if sort == Sort::Oldest {
@@ -179,7 +179,7 @@ proptest! {
                 let response = search_split(&generation, &request, split).unwrap();
                 prop_assert_eq!(response.total, expected.len() as u64, "total for {:?}", q);
                 // By source: the uid's low bits.
-                let reviews = expected.iter().filter(|(_, uid)| chaja::index::uid_source(*uid) == 1).count() as u64;
+                let reviews = expected.iter().filter(|(_, uid)| chaja_index::uid_source(*uid) == 1).count() as u64;
                 prop_assert_eq!(
                     &response.by_source[..2],
                     &[expected.len() as u64 - reviews, reviews][..],
@@ -187,7 +187,7 @@ proptest! {
                     q
                 );
                 prop_assert!(response.hits.len() <= size);
-                walked.extend(response.hits.iter().map(|h| (h.created_at, chaja::index::uid(h.source, &h.key))));
+                walked.extend(response.hits.iter().map(|h| (h.created_at, chaja_index::uid(h.source, &h.key))));
                 match response.hits.last() {
                     Some(last) if response.hits.len() == size => after = Some(last.rank),
                     _ => break,

@@ -37,11 +37,11 @@ async fn redis_cluster_carries_the_cache_and_trending_through_a_failover() {
     let url = cluster.url();
     let app = Arc::new(
         spawn_app_with(Store::Sqlite, |args| {
-            args.redis_url = Some(url);
+            args.cache.redis_url = Some(url);
             // Answers from the other server count as fresh for a minute.
-            args.cache_max_stale_ms = 60_000;
+            args.cache.max_stale = std::time::Duration::from_millis(60_000);
             // The cluster client refreshes its slot map within a call.
-            args.redis_timeout_ms = 250;
+            args.cache.redis_timeout = std::time::Duration::from_millis(250);
         })
         .await,
     );
@@ -67,7 +67,7 @@ async fn redis_cluster_carries_the_cache_and_trending_through_a_failover() {
 
     // Trending: the record and top scripts run on the cluster.
     app.search("레디스", "").await;
-    app.state.trending.flush().await;
+    app.state.search.trending.flush().await;
     let (status, body) = trending(&app).await;
     assert_eq!(status, 200, "{body}");
     let mut found = keywords(&body);
@@ -75,7 +75,7 @@ async fn redis_cluster_carries_the_cache_and_trending_through_a_failover() {
     assert_eq!(found, ["레디스", "클러스터"]);
 
     // Kill the master that holds trending's slot, under search load.
-    let tag = format!("{{{}:trend}}", app.args.cache_prefix);
+    let tag = format!("{{{}:trend}}", app.args.cache.cache_prefix);
     let master = cluster.master_of(&tag);
     cluster.wait_ok();
     let stop = Arc::new(AtomicBool::new(false));
@@ -103,7 +103,7 @@ async fn redis_cluster_carries_the_cache_and_trending_through_a_failover() {
     let deadline = killed + Duration::from_secs(30);
     loop {
         app.search("본문", "").await;
-        app.state.trending.flush().await;
+        app.state.search.trending.flush().await;
         let (status, body) = trending(&app).await;
         if status == 200 && keywords(&body).contains(&"본문".to_owned()) {
             break;
@@ -160,8 +160,8 @@ async fn a_server_reading_a_mariadb_replica_follows_the_primary_through_it() {
     let (primary_url, replica_url) = (primary.url(), replica.url());
     let app = spawn_app_with(Store::MySql, |args| {
         args.store.database_url = primary_url.clone();
-        args.database_read_url = Some(replica_url);
-        args.max_replica_lag_secs = 1;
+        args.mirror.database_read_url = Some(replica_url);
+        args.mirror.max_replica_lag = std::time::Duration::from_secs(1);
     })
     .await;
     let user = app.create_user("u").await;
@@ -198,7 +198,7 @@ async fn a_server_reading_a_mariadb_replica_follows_the_primary_through_it() {
     // pauses and A commits: the primary holds no lock on the gap any more
     // (settled), but the replica does not have it. A is applied once the
     // replica catches up, never forgotten.
-    let writer = chaja::db::Db::connect_lazy(&primary_url, 2).unwrap();
+    let writer = chaja_store::Db::connect_lazy(&primary_url, 2).unwrap();
     let mut a = writer.pool.begin().await.unwrap();
     sqlx::query(&format!(
         "INSERT INTO questions (author_id, title, content) VALUES ({user}, '간극 에이', '본문')"

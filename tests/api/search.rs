@@ -335,13 +335,16 @@ async fn cursor_secrets_are_generated_once_and_shared() {
 /// request stops its work, not how soon inside the loop.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_that_timed_out_stops_reading_documents() {
-    use chaja::index::search::{search, Request, Sort};
-    use chaja::text::parse_query;
+    use chaja_core::text::parse_query;
+    use chaja_index::search::{search, Request, Sort};
     use std::sync::atomic::Ordering;
     use std::time::Duration;
 
     // Every request times out after a millisecond, so the setup is SQL.
-    let app = crate::helpers::spawn_app_with(Store::Sqlite, |a| a.request_timeout_ms = 1).await;
+    let app = crate::helpers::spawn_app_with(Store::Sqlite, |a| {
+        a.limits.request_timeout = std::time::Duration::from_millis(1)
+    })
+    .await;
     app.sql("INSERT INTO users (name) VALUES ('u')").await;
     let rows = 20_000;
     for batch in 0..rows / 500 {
@@ -355,7 +358,7 @@ async fn a_search_that_timed_out_stops_reading_documents() {
         .await;
     }
     app.wait_indexed().await;
-    let generation = app.state.index.live();
+    let generation = app.state.search.index.live();
     let scanned = || generation.scanned.load(Ordering::Relaxed);
 
     // Oldest first cannot stop early: the whole search reads every match.
@@ -468,8 +471,8 @@ async fn a_sixteen_mib_row_is_searched_with_bounded_memory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heavy_searches_wait_for_their_lane_and_others_do_not() {
     let app = crate::helpers::spawn_app_with(Store::Sqlite, |a| {
-        a.heavy_searches = Some(1);
-        a.request_timeout_ms = 500;
+        a.limits.heavy_searches = Some(1);
+        a.limits.request_timeout = std::time::Duration::from_millis(500);
     })
     .await;
     let user = app.create_user("u").await;
@@ -487,7 +490,7 @@ async fn heavy_searches_wait_for_their_lane_and_others_do_not() {
         }
     };
     let (oldest, recent) = (cursor("oldest").await, cursor("recent").await);
-    let turn = app.state.heavy_searches.hold().await;
+    let turn = app.state.search.lane.hold().await;
     let (status, body) = app.get("/api/search?q=차선").await;
     assert_eq!(
         (status, &body["total"]),
@@ -526,7 +529,7 @@ async fn heavy_searches_wait_for_their_lane_and_others_do_not() {
 /// contains any form, each row once, and the total is the brute-force
 /// union; `synonyms=false` searches the keyword alone.
 async fn synonyms_widen_a_keyword_to_the_union_of_its_forms(store: Store) {
-    use chaja::text::{parse_query, row_matches, Keyword};
+    use chaja_core::text::{parse_query, row_matches, Keyword};
 
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("chaja.toml");

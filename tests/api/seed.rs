@@ -1,7 +1,7 @@
 //! `chaja seed`: the same rows for the same seed, any row regenerated
 //! alone, Zipf likes, and a keyword manifest whose counts are exact.
 
-use chaja::demo::seed::{seed, Generator, TextSource};
+use chaja_demo::seed::{seed, Generator, TextSource};
 
 use crate::helpers::{spawn_app, Store};
 

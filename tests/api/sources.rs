@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::Row;
 
-use chaja::db::{Db, Dialect};
+use chaja_store::{Db, Dialect};
 
 use crate::both_stores;
 use crate::helpers::{free_port, spawn_app_on_schema, Database, Store, TestApp};
@@ -287,10 +287,7 @@ async fn attributes_are_returned_and_filter_across_sources(store: Store) {
         ("&type=review", "the demo's type is not a source here"),
         ("&attr.author_id=7", "an undeclared attribute"),
     ] {
-        let path = format!(
-            "/api/search?q={}{extra}",
-            chaja::loadtest::urlencode("배포")
-        );
+        let path = format!("/api/search?q={}{extra}", crate::helpers::urlencode("배포"));
         let (status, body) = app.get(&path).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{what}: {body}");
         assert!(body["error"]["code"].is_string(), "{what}: {body}");
@@ -582,8 +579,8 @@ async fn install_print_changes_nothing_and_uninstall_restores_the_schema() {
 
     // The printed statements are the library's script, and they run as
     // printed on MariaDB (the text protocol, as a DBA's client sends them).
-    let file = chaja::sources::ConfigFile::load(&config).unwrap();
-    let script = chaja::install::script(Dialect::MySql, file.sources.as_ref().unwrap());
+    let file = chaja_core::sources::ConfigFile::load(&config).unwrap();
+    let script = chaja_store::install::script(Dialect::MySql, file.sources.as_ref().unwrap());
     assert!(!script.is_empty());
     for statement in &script {
         assert!(
@@ -762,16 +759,16 @@ async fn reindex_and_verify_work_per_source(store: Store) {
     )
     .await;
     app.wait_indexed().await;
-    let sources = app.state.index.sources().clone();
-    let old = app.state.index.live().id;
+    let sources = app.state.search.index.sources().clone();
+    let old = app.state.search.index.live().id;
     let rebuilt =
-        chaja::mirror::reindex::reindex(app.db(), &sources, &app.index_dir(), 32 << 20, false)
+        chaja_mirror::reindex::reindex(app.db(), &sources, &app.index_dir(), 32 << 20, false)
             .await
             .unwrap();
     // One visible question and one answer; the soft-deleted row is not read.
     assert_eq!(rebuilt.docs, 2, "{rebuilt:?}");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while app.state.index.live().id == old {
+    while app.state.search.index.live().id == old {
         assert!(
             std::time::Instant::now() < deadline,
             "the rebuild was not swapped in"
@@ -783,7 +780,7 @@ async fn reindex_and_verify_work_per_source(store: Store) {
         [answer(1), question(1)]
     );
 
-    let report = chaja::mirror::verify::verify(app.db(), &sources, app.state.index.live())
+    let report = chaja_mirror::verify::verify(app.db(), &sources, app.state.search.index.live())
         .await
         .unwrap();
     assert!(report.is_clean(), "{report:?}");
@@ -794,7 +791,7 @@ async fn reindex_and_verify_work_per_source(store: Store) {
     app.sql("DROP TRIGGER chaja_answer_update").await;
     app.sql("UPDATE answer SET body = '바뀐 답변' WHERE id = 1")
         .await;
-    let report = chaja::mirror::verify::verify(app.db(), &sources, app.state.index.live())
+    let report = chaja_mirror::verify::verify(app.db(), &sources, app.state.search.index.live())
         .await
         .unwrap();
     assert_eq!(
@@ -804,14 +801,14 @@ async fn reindex_and_verify_work_per_source(store: Store) {
     );
     assert_eq!(report.drift[0].source, "answer");
     assert_eq!(report.drift[0].id, "1");
-    chaja::mirror::verify::repair(app.db(), &report.drift)
+    chaja_mirror::verify::repair(app.db(), &report.drift)
         .await
         .unwrap();
     app.wait_indexed().await;
     assert_eq!(keys(&app.search("바뀐 답변", "").await), [answer(1)]);
     assert_eq!(keys(&app.search("재색인", "").await), [question(1)]);
     assert!(
-        chaja::mirror::verify::verify(app.db(), &sources, app.state.index.live())
+        chaja_mirror::verify::verify(app.db(), &sources, app.state.search.index.live())
             .await
             .unwrap()
             .is_clean()
@@ -893,8 +890,8 @@ async fn a_missing_trigger_privilege_is_named_and_installs_nothing() {
 
     // A DBA installs; chaja then runs as the application user, which
     // cannot see triggers at all, and trusts the install record.
-    let file = chaja::sources::ConfigFile::load(&config).unwrap();
-    chaja::install::install(&db, file.sources.as_ref().unwrap())
+    let file = chaja_core::sources::ConfigFile::load(&config).unwrap();
+    chaja_store::install::install(&db, file.sources.as_ref().unwrap())
         .await
         .unwrap();
     let output = chaja(
@@ -1014,8 +1011,8 @@ async fn a_dropped_trigger_is_not_hidden_by_the_install_record(store: Store) {
     database.run(qa_schema(store)).await;
     let config = database.write_config(QA_CONFIG);
     let db = Db::connect_lazy(&database.url, 1).unwrap();
-    let file = chaja::sources::ConfigFile::load(&config).unwrap();
-    chaja::install::install(&db, file.sources.as_ref().unwrap())
+    let file = chaja_core::sources::ConfigFile::load(&config).unwrap();
+    chaja_store::install::install(&db, file.sources.as_ref().unwrap())
         .await
         .unwrap();
     let verify = ["verify", "--config", config.to_str().unwrap()];

@@ -1,0 +1,541 @@
+//! `GET /api/search`: the hot path. It reads only the cache and the index:
+//! no database connection is taken to answer a search.
+
+use std::time::Instant;
+
+use axum::extract::State;
+use axum::http::{header, HeaderName, HeaderValue};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use chaja_core::clock::now_ms;
+use chaja_core::sources::Sources;
+use chaja_core::synonyms::Synonyms;
+use chaja_core::text::parse_query;
+use chaja_index::search::{Filter, Hit, Request, Sort};
+use chaja_search::cache::CacheStatus;
+use chaja_search::cursor::{self, CursorError};
+use chaja_search::trending::{Trend, Window};
+use chaja_search::{Alternative, Asked};
+
+use crate::error::{ApiError, ErrorBody, Result};
+use crate::{ApiQuery, AppState, ClientIp, InputLimits};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(search_handler))
+        .routes(routes!(trending_handler))
+        .routes(routes!(zero_results_handler))
+}
+
+/// The search parameters. `attr.<name>=<value>` parameters (an attribute
+/// a source keeps, such as `attr.member_id=7`) are taken out of the query
+/// string before the rest is read into this (see [`split_attributes`]).
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SearchParams {
+    /// Keywords, all required; `"quoted words"` are one keyword with their
+    /// spaces. At most `max_query_chars` (100 by default) characters, with
+    /// something besides spaces and quotes, and no control characters other
+    /// than whitespace. (The document states what `to_request` checks.)
+    #[param(
+        required = true,
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*[^\s\x00-\x1F\x7F-\x9F\x22\uFFFD][^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*$"
+    )]
+    pub q: Option<String>,
+    /// A source's name (`question`, `review` in the demo), or `all`
+    /// (default).
+    #[serde(rename = "type")]
+    #[param(min_length = 1, max_length = 64, pattern = r"^[A-Za-z_][A-Za-z0-9_]*$")]
+    pub kind: Option<String>,
+    #[param(inline)]
+    pub sort: Option<SortParam>,
+    /// RFC 3339 bounds on `created_at`, inclusive; `from` not after `to`.
+    #[param(format = DateTime)]
+    pub from: Option<String>,
+    #[param(format = DateTime)]
+    pub to: Option<String>,
+    /// Hits per page: 1 to `max_size` (100 by default); default 10.
+    #[param(minimum = 1, maximum = 100)]
+    pub size: Option<usize>,
+    /// From 1; `page × size` at most `max_depth` (10,000 by default).
+    #[param(minimum = 1, maximum = 10000)]
+    pub page: Option<usize>,
+    /// `next_cursor` of the previous answer, for the same query; not with
+    /// `page`.
+    #[param(
+        min_length = 3,
+        max_length = 512,
+        pattern = r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$"
+    )]
+    pub cursor: Option<String>,
+    #[serde(rename = "match")]
+    #[param(inline)]
+    pub match_mode: Option<MatchParam>,
+    /// `false`: no synonyms, only the keywords as typed. Default `true`
+    /// (the configured groups; see `expanded` in the answer).
+    pub synonyms: Option<bool>,
+    /// `attr.<name>=<value>` filters, in the order given.
+    #[serde(skip)]
+    #[param(ignore)]
+    pub attributes: Vec<(String, String)>,
+}
+
+/// Attribute filters a request may carry, and how long a value may be.
+const MAX_ATTRIBUTE_FILTERS: usize = 8;
+const MAX_ATTRIBUTE_CHARS: usize = 200;
+
+/// Reads a search query string: `attr.<name>` pairs apart, the rest into
+/// [`SearchParams`] the way axum's `Query` reads it (the same errors).
+pub fn split_attributes(raw: Option<&str>) -> Result<SearchParams> {
+    let mut attributes = Vec::new();
+    let mut rest = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+        match name.strip_prefix("attr.") {
+            Some(attribute) => attributes.push((attribute.to_owned(), value.into_owned())),
+            None => {
+                rest.append_pair(&name, &value);
+            }
+        }
+    }
+    let uri: axum::http::Uri = format!("/?{}", rest.finish())
+        .parse()
+        .map_err(|_| bad("invalid_query", "the query string is malformed"))?;
+    let axum::extract::Query(mut params) =
+        axum::extract::Query::<SearchParams>::try_from_uri(&uri).map_err(ApiError::from)?;
+    params.attributes = attributes;
+    Ok(params)
+}
+
+/// `recent` (default): newest first. `oldest`. `relevance`: BM25 over
+/// morphemes with a recency factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SortParam {
+    Recent,
+    Oldest,
+    Relevance,
+}
+
+/// `substring` (default): rows that contain the text, as LIKE. `morph`:
+/// also rows that share its content morphemes (`클라우드를` finds
+/// `클라우드에서`), exact matches first under `sort=relevance`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchParam {
+    Substring,
+    Morph,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResponse {
+    pub total: u64,
+    /// `total` by type; the counts sum to it.
+    pub totals: TypeTotals,
+    pub hits: Vec<HitBody>,
+    /// Present when synonyms widened the query: every keyword and synonym
+    /// searched for, keywords first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expanded: Option<Vec<String>>,
+    /// Present when a first page found little (at most `LOW_RESULTS`) and
+    /// other queries find something: the query typed on a Latin layout,
+    /// the words its 초성 stand for, the nearest known word. Never applied
+    /// in place of the query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub did_you_mean: Option<Vec<Alternative>>,
+    /// Continues after the last hit; null when this page was the last.
+    pub next_cursor: Option<String>,
+    pub took_ms: f64,
+    pub cache: CacheStatus,
+}
+
+/// Matching rows by type (source name), exact, for tabs such as 질문 /
+/// 리뷰; every configured source is present.
+pub type TypeTotals = std::collections::BTreeMap<String, u64>;
+
+/// Counts by source position, named.
+pub fn type_totals(sources: &Sources, counts: &[u64]) -> TypeTotals {
+    sources
+        .names()
+        .enumerate()
+        .map(|(i, name)| (name.to_owned(), counts.get(i).copied().unwrap_or(0)))
+        .collect()
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HitBody {
+    /// The source's name.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub id: HitId,
+    /// The first text field, as HTML (escaped, matches in `<em>`); null
+    /// for a source with one text field.
+    pub title: Option<String>,
+    pub snippet: String,
+    pub created_at: String,
+    /// The source's attributes, by column name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub attributes: Option<serde_json::Value>,
+}
+
+/// The row's key: a number for an integer key, a string otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum HitId {
+    Number(i64),
+    Text(String),
+}
+
+impl From<chaja_core::model::Key> for HitId {
+    fn from(key: chaja_core::model::Key) -> HitId {
+        match key {
+            chaja_core::model::Key::Int(i) => HitId::Number(i),
+            chaja_core::model::Key::Str(s) => HitId::Text(s),
+        }
+    }
+}
+
+impl HitBody {
+    pub fn new(hit: Hit, sources: &Sources) -> HitBody {
+        HitBody {
+            kind: sources.get(hit.source).name.clone(),
+            id: hit.key.into(),
+            title: hit.title,
+            snippet: hit.snippet,
+            created_at: chaja_core::model::rfc3339(hit.created_at),
+            attributes: hit
+                .attributes
+                .as_deref()
+                .and_then(|a| serde_json::from_str(a).ok()),
+        }
+    }
+}
+
+fn bad(code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError::bad_request(code, message)
+}
+
+fn parse_time(name: &str, value: Option<&str>) -> Result<Option<i64>> {
+    let Some(value) = value else { return Ok(None) };
+    let time = time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc3339)
+        .map_err(|_| bad("invalid_time", format!("{name} must be an RFC 3339 time")))?;
+    Ok(Some((time.unix_timestamp_nanos() / 1_000_000) as i64))
+}
+
+/// Checks the parameters and turns them into an index request.
+pub fn to_request(
+    params: &SearchParams,
+    limits: &InputLimits,
+    cursor_key: &[u8; 32],
+    synonyms: &Synonyms,
+    sources: &Sources,
+) -> Result<Request> {
+    let max_chars = limits.max_query_chars;
+    let max_size = limits.max_size;
+    let max_depth = limits.max_depth;
+    let q = params.q.as_deref().unwrap_or("");
+    if q.chars().count() > max_chars {
+        return Err(bad(
+            "query_too_long",
+            format!("q must be at most {max_chars} characters"),
+        ));
+    }
+    if q.chars().any(|c| c.is_control() && !c.is_whitespace()) {
+        return Err(bad(
+            "invalid_query",
+            "q must not contain control characters",
+        ));
+    }
+    // The query-string decoder replaces invalid UTF-8 with U+FFFD.
+    if q.contains(char::REPLACEMENT_CHARACTER) {
+        return Err(bad("invalid_query", "q must be valid UTF-8"));
+    }
+    let keywords = parse_query(q);
+    if keywords.is_empty() {
+        return Err(bad("empty_query", "q must contain a keyword"));
+    }
+    let source = match params.kind.as_deref() {
+        None | Some("all") => None,
+        Some(name) => Some(sources.by_name(name).ok_or_else(|| {
+            bad(
+                "invalid_type",
+                format!(
+                    "type must be all or one of: {}",
+                    sources.names().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })?),
+    };
+    let mut attributes = params.attributes.clone();
+    if attributes.len() > MAX_ATTRIBUTE_FILTERS {
+        return Err(bad(
+            "invalid_attribute",
+            format!("at most {MAX_ATTRIBUTE_FILTERS} attribute filters"),
+        ));
+    }
+    for (name, value) in &attributes {
+        if !sources.has_attribute(name) {
+            return Err(bad(
+                "invalid_attribute",
+                format!("no source keeps an attribute {name:?}"),
+            ));
+        }
+        if value.chars().count() > MAX_ATTRIBUTE_CHARS
+            || value
+                .chars()
+                .any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER)
+        {
+            return Err(bad(
+                "invalid_attribute",
+                format!(
+                    "attr.{name} must be at most {MAX_ATTRIBUTE_CHARS} characters of valid text"
+                ),
+            ));
+        }
+    }
+    attributes.sort();
+    attributes.dedup();
+    let sort = match params.sort {
+        None | Some(SortParam::Recent) => Sort::Recent,
+        Some(SortParam::Oldest) => Sort::Oldest,
+        Some(SortParam::Relevance) => Sort::Relevance,
+    };
+    let morph = params.match_mode == Some(MatchParam::Morph);
+    let from = parse_time("from", params.from.as_deref())?;
+    let to = parse_time("to", params.to.as_deref())?;
+    if let (Some(from), Some(to)) = (from, to) {
+        if from > to {
+            return Err(bad("invalid_time", "from must not be after to"));
+        }
+    }
+    let size = params.size.unwrap_or(10);
+    if !(1..=max_size).contains(&size) {
+        return Err(bad(
+            "invalid_size",
+            format!("size must be between 1 and {max_size}"),
+        ));
+    }
+    let page = params.page.unwrap_or(1);
+    if page == 0 {
+        return Err(bad("invalid_page", "page starts at 1"));
+    }
+    if page.saturating_mul(size) > max_depth {
+        return Err(bad(
+            "too_deep",
+            format!("page × size must be at most {max_depth}; use next_cursor to go deeper"),
+        ));
+    }
+    let mut request = Request {
+        keywords,
+        filter: Filter {
+            source,
+            attributes,
+            from,
+            to,
+        },
+        sort,
+        offset: (page - 1) * size,
+        limit: size,
+        after: None,
+        morph,
+        now: now_ms(),
+        synonyms: Vec::new(),
+    };
+    if params.synonyms != Some(false) && !synonyms.is_empty() {
+        request.synonyms = request
+            .keywords
+            .iter()
+            .map(|k| synonyms.others(k))
+            .collect();
+    }
+    if let Some(cursor) = &params.cursor {
+        if page != 1 {
+            return Err(bad("invalid_cursor", "cursor and page cannot be combined"));
+        }
+        let (after, now) = cursor::decode(cursor, &request, cursor_key).map_err(|e| match e {
+            CursorError::Invalid | CursorError::OtherQuery => bad("invalid_cursor", e.to_string()),
+        })?;
+        request.after = Some(after);
+        request.now = now;
+    }
+    Ok(request)
+}
+
+#[utoipa::path(get, path = "/api/search", tag = "search", params(SearchParams), responses((status = 200, description = "exactly the rows LIKE would return, with an exact total; never touches the database", body = SearchResponse), (status = 400, description = "bad query, size, page, depth, cursor, sort, type or time", body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, description = "timeout or overload", body = ErrorBody)))]
+async fn search_handler(
+    State(state): State<AppState>,
+    ClientIp(client): ClientIp,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+) -> Result<([(HeaderName, HeaderValue); 2], Vec<u8>)> {
+    let started = Instant::now();
+    let params = split_attributes(raw.as_deref())?;
+    let sources = state.search.index.sources().clone();
+    let request = to_request(
+        &params,
+        &state.input,
+        &state.search.cursor_key,
+        &state.synonyms,
+        &sources,
+    )?;
+    let asked = Asked {
+        q: params.q.as_deref().unwrap_or_default(),
+        client,
+        started,
+    };
+    // Encoded once, when computed: the cache keeps bytes, and a hot answer
+    // is served many times a second without serializing again.
+    let encode = {
+        let sources = sources.clone();
+        Box::new(move |hits: Vec<Hit>| {
+            let hits: Vec<HitBody> = hits
+                .into_iter()
+                .map(|hit| HitBody::new(hit, &sources))
+                .collect();
+            serde_json::value::to_raw_value(&hits).expect("hits serialize to json")
+        })
+    };
+    let served = state.search.search(&request, asked, encode).await?;
+    let answer = &served.answer;
+    let took = started.elapsed();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    // The search path never touches the database: its share is always 0.
+    let timing = format!(
+        "cache;dur={:.3}, index;dur={:.3}, db;dur=0",
+        ms(took.saturating_sub(served.index_time)),
+        ms(served.index_time)
+    );
+    // The shape of `SearchResponse`, with the hits' JSON made once per answer.
+    #[derive(Serialize)]
+    struct Body<'a> {
+        total: u64,
+        totals: TypeTotals,
+        hits: &'a serde_json::value::RawValue,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expanded: Option<Vec<&'a str>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        did_you_mean: Option<&'a [Alternative]>,
+        next_cursor: &'a Option<String>,
+        took_ms: f64,
+        cache: CacheStatus,
+    }
+    let expanded = request.synonyms.iter().any(|s| !s.is_empty()).then(|| {
+        let mut forms: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
+        forms.extend(request.synonyms.iter().flatten().map(|k| k.as_str()));
+        forms
+    });
+    let body = serde_json::to_vec(&Body {
+        total: answer.total(),
+        totals: type_totals(&sources, &answer.by_source),
+        hits: &answer.hits,
+        expanded,
+        did_you_mean: served
+            .did_you_mean
+            .as_deref()
+            .map(Vec::as_slice)
+            .filter(|a| !a.is_empty()),
+        next_cursor: &answer.next_cursor,
+        took_ms: ms(took),
+        cache: served.cache,
+    })
+    .expect("search response serializes to json");
+    let headers = [
+        (
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ),
+        (
+            SERVER_TIMING.clone(),
+            HeaderValue::from_str(&timing).expect("ascii timing"),
+        ),
+    ];
+    Ok((headers, body))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TrendingParams {
+    #[param(inline)]
+    pub window: Option<Window>,
+    /// 1 to 100; default 10.
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TrendingResponse {
+    #[schema(inline)]
+    pub window: Window,
+    pub keywords: Vec<Trend>,
+}
+
+/// 실시간 인기 검색어: the most searched normalized keywords in the window,
+/// each client counted once per keyword per window. First pages only:
+/// scrolling through one search is not searching again.
+#[utoipa::path(get, path = "/api/search/trending", tag = "search", params(TrendingParams), responses((status = 200, body = TrendingResponse), (status = 400, description = "bad window or limit", body = ErrorBody), (status = 503, description = "redis configured but not answering", body = ErrorBody)))]
+async fn trending_handler(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<TrendingParams>,
+) -> Result<Json<TrendingResponse>> {
+    top_keywords(&state.search.trending, params).await
+}
+
+/// The top of a keyword counter, for the window and limit asked.
+async fn top_keywords(
+    counter: &chaja_search::trending::Trending,
+    params: TrendingParams,
+) -> Result<Json<TrendingResponse>> {
+    let window = params.window.unwrap_or(Window::Hour);
+    let limit = params.limit.unwrap_or(10);
+    if !(1..=100).contains(&limit) {
+        return Err(bad("invalid_limit", "limit must be between 1 and 100"));
+    }
+    let keywords = counter.top(window, limit).await?;
+    Ok(Json(TrendingResponse { window, keywords }))
+}
+
+/// Searches that found nothing, most frequent first, each client counted
+/// once per keyword per window, with trending's bounds (keywords per bucket
+/// and per client). First pages only.
+#[utoipa::path(get, path = "/api/search/zero-results", tag = "search", params(TrendingParams), responses((status = 200, body = TrendingResponse), (status = 400, description = "bad window or limit", body = ErrorBody), (status = 503, description = "redis configured but not answering", body = ErrorBody)))]
+async fn zero_results_handler(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<TrendingParams>,
+) -> Result<Json<TrendingResponse>> {
+    top_keywords(&state.search.zero_results, params).await
+}
+
+static SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(q: &str) -> Result<Request> {
+        let params = SearchParams {
+            q: Some(q.to_owned()),
+            ..SearchParams::default()
+        };
+        to_request(
+            &params,
+            &InputLimits::default(),
+            &[7; 32],
+            &Synonyms::default(),
+            &chaja_core::sources::for_tests(),
+        )
+    }
+
+    #[test]
+    fn a_query_is_checked_once_into_a_request() {
+        assert_eq!(request("스프링").unwrap().keywords.len(), 1);
+        assert!(request("").is_err());
+        assert!(request("a\u{1}b").is_err());
+    }
+}

@@ -1,0 +1,31 @@
+//! The index's error: tantivy's, the file system's around it, and the
+//! Korean dictionary's. What went wrong is in the message; whether a
+//! caller retries, reindexes or gives up is the caller's to decide.
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("index error")]
+    Tantivy(#[from] tantivy::TantivyError),
+
+    #[error("index i/o error")]
+    Io(#[from] std::io::Error),
+
+    /// The Korean dictionary could not be built or loaded.
+    #[error("korean dictionary: {0}")]
+    Dictionary(String),
+}
+
+impl From<tantivy::directory::error::OpenDirectoryError> for IndexError {
+    fn from(e: tantivy::directory::error::OpenDirectoryError) -> IndexError {
+        IndexError::Tantivy(e.into())
+    }
+}
+
+impl IndexError {
+    /// An index (or a file of it) that is not what this version expects:
+    /// another layout, other sources, a bad stamp. The message says what
+    /// to do (usually `chaja reindex`).
+    pub(crate) fn invalid(message: String) -> IndexError {
+        IndexError::Tantivy(tantivy::TantivyError::InvalidArgument(message))
+    }
+}

@@ -1,0 +1,167 @@
+//! The mirror flow: MySQL → outbox → indexer → index, and full rebuilds.
+
+mod error;
+pub mod health;
+pub mod indexer;
+pub mod reindex;
+pub mod verify;
+
+pub use error::MirrorError;
+
+pub type Result<T, E = MirrorError> = std::result::Result<T, E>;
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chaja_index::Version;
+use tokio::sync::Notify;
+
+/// An indexer that has not finished a loop for this long is stuck: a
+/// round is at most one batch, and rebuilds run beside the loop.
+pub const STUCK_AFTER: Duration = Duration::from_secs(30);
+
+/// What the indexer has done, shared with the API (cache versions,
+/// readiness).
+#[derive(Debug)]
+pub struct Progress {
+    /// Every outbox change up to here is visible to searches, except gaps
+    /// past their grace period, which are still re-read.
+    applied_seq: AtomicI64,
+    /// When the last batch became visible, in epoch milliseconds.
+    last_commit_ms: AtomicI64,
+    /// Changes whenever what searches see changes (see [`Version`]).
+    version: Version,
+    /// When the indexer last went round its loop, in epoch milliseconds.
+    last_tick_ms: AtomicI64,
+    /// Set when the last attempt to read the outbox failed.
+    failing: AtomicBool,
+    /// Set when the indexer task has ended, by error or panic.
+    stopped: AtomicBool,
+    /// Set when the outbox was found rewound, until a rebuild is live.
+    rewound: AtomicBool,
+    /// Set when the server is shutting down and draining: it still
+    /// answers, but a balancer should send new requests elsewhere.
+    draining: AtomicBool,
+    /// Set while the live index is being read into the page cache after a
+    /// start (see `index::warm`): not ready until then.
+    warming: AtomicBool,
+}
+
+impl Default for Progress {
+    fn default() -> Progress {
+        Progress {
+            applied_seq: AtomicI64::new(0),
+            last_commit_ms: AtomicI64::new(0),
+            version: Version::default(),
+            last_tick_ms: AtomicI64::new(chaja_core::clock::now_ms()),
+            failing: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            rewound: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
+            warming: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Progress {
+    pub fn applied_seq(&self) -> i64 {
+        self.applied_seq.load(Ordering::Acquire)
+    }
+
+    pub fn last_commit_ms(&self) -> i64 {
+        self.last_commit_ms.load(Ordering::Acquire)
+    }
+
+    /// The version of what searches see (see the field).
+    pub fn version(&self) -> i64 {
+        self.version.get()
+    }
+
+    /// A handle on the version, for readers such as the answer cache.
+    pub fn version_handle(&self) -> Version {
+        self.version.clone()
+    }
+
+    pub fn is_failing(&self) -> bool {
+        self.failing.load(Ordering::Acquire)
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    pub fn is_rewound(&self) -> bool {
+        self.rewound.load(Ordering::Acquire)
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    pub fn is_warming(&self) -> bool {
+        self.warming.load(Ordering::Acquire)
+    }
+
+    /// Marks the index as being warmed, or done (see the field).
+    pub fn set_warming(&self, warming: bool) {
+        self.warming.store(warming, Ordering::Release);
+    }
+
+    /// Marks the server as shutting down (see the field).
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Release);
+    }
+
+    /// How long ago the indexer last went round its loop.
+    pub fn since_tick(&self) -> Duration {
+        let ms = chaja_core::clock::now_ms() - self.last_tick_ms.load(Ordering::Acquire);
+        Duration::from_millis(ms.max(0) as u64)
+    }
+
+    /// Records the position every change up to which is visible.
+    pub fn committed(&self, seq: i64) {
+        self.applied_seq.store(seq, Ordering::Release);
+        self.last_commit_ms
+            .store(chaja_core::clock::now_ms(), Ordering::Release);
+    }
+
+    /// Records that what searches see has changed.
+    pub fn changed(&self) {
+        self.version.bump();
+    }
+
+    fn tick(&self) {
+        self.last_tick_ms
+            .store(chaja_core::clock::now_ms(), Ordering::Release);
+    }
+
+    fn set_failing(&self, failing: bool) {
+        self.failing.store(failing, Ordering::Release);
+    }
+
+    fn set_rewound(&self, rewound: bool) {
+        self.rewound.store(rewound, Ordering::Release);
+    }
+}
+
+/// Marks the indexer stopped when dropped: on return, on error and while
+/// unwinding from a panic, so `/readyz` never reports a dead indexer ready.
+struct Running(Arc<Progress>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.stopped.store(true, Ordering::Release);
+    }
+}
+
+/// Handles the API uses to nudge and watch the indexer.
+#[derive(Clone, Debug, Default)]
+pub struct MirrorHandle {
+    /// Wakes the indexer right after a local write instead of at its next poll.
+    pub wake: Arc<Notify>,
+    pub progress: Arc<Progress>,
+    /// The database as the background check last found it; probes read
+    /// this instead of taking a connection.
+    pub health: health::Health,
+}

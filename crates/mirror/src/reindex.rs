@@ -1,0 +1,429 @@
+//! Full rebuild of the index from the tables, beside the live generation.
+//!
+//! The new generation starts from the live generation's checkpoint, gaps
+//! included, taken *before* the scan: everything that checkpoint calls
+//! applied had committed before the scan began, so the scan sees it, and
+//! every other change (after its `high`, or in one of its gaps) is applied
+//! again by the indexer when it catches the new generation up. Applying is
+//! idempotent (it loads the current row), so the overlap is harmless. A
+//! change that commits after the scan read its row is never lost, however
+//! long its transaction was open. Until the new generation is adopted, it
+//! holds back outbox pruning at that position like a replica would.
+//!
+//! One rebuild runs at a time per index directory (a file lock): the CLI,
+//! the admin endpoint and the indexer's own rebuilds all take it.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use tokio::sync::mpsc;
+
+use crate::{MirrorError, Result};
+use chaja_core::model::Doc;
+use chaja_core::sources::Sources;
+use chaja_index::morph::{self, Analyzer};
+use chaja_index::{
+    create_generation, publish, rebuild_marker, Checkpoint, GapRange, Morphemes, RebuildLock,
+};
+use chaja_store::{outbox, Db};
+
+const PAGE: i64 = 1000;
+/// How often a running rebuild refreshes its hold on pruning.
+const HOLD_REFRESH: std::time::Duration = std::time::Duration::from_secs(10);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rebuilt {
+    pub generation: u64,
+    pub docs: u64,
+    pub outbox_seq: i64,
+}
+
+/// Takes the rebuild lock of the index under `root`; a conflict while
+/// another rebuild (any process) holds it.
+pub async fn lock(root: &Path) -> Result<RebuildLock> {
+    let root = root.to_path_buf();
+    tokio::task::spawn_blocking(move || chaja_index::try_lock_rebuild(&root))
+        .await??
+        .ok_or_else(|| MirrorError::RebuildRunning)
+}
+
+/// Builds a new generation from the tables and publishes it. A serving
+/// process catches it up and swaps it in.
+pub async fn reindex(
+    db: &Db,
+    sources: &Sources,
+    root: &Path,
+    memory: usize,
+    show_progress: bool,
+) -> Result<Rebuilt> {
+    let lock = lock(root).await?;
+    let bar = if show_progress {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} rows {per_sec} eta {eta}",
+            )
+            .expect("valid progress template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    reindex_locked(db, sources, root, lock, memory, bar).await
+}
+
+/// [`reindex`] with the lock already taken (the admin endpoint takes it
+/// first, so that it can answer 409 at once). `bar` counts the rows read:
+/// drawn on a terminal by the CLI, hidden and read by the console.
+pub async fn reindex_locked(
+    db: &Db,
+    sources: &Sources,
+    root: &Path,
+    lock: RebuildLock,
+    memory: usize,
+    bar: ProgressBar,
+) -> Result<Rebuilt> {
+    let started = std::time::Instant::now();
+    let live = {
+        let root = root.to_path_buf();
+        tokio::task::spawn_blocking(move || -> Result<_> {
+            chaja_index::remove_unpublished(&root, &lock)?;
+            Ok((lock, chaja_index::published_checkpoint(&root)?))
+        })
+        .await??
+    };
+    let (_lock, live) = live;
+    let live = live.unwrap_or_default();
+    let mut expected = 0;
+    for source in sources.iter() {
+        expected += chaja_store::rows::count_rows(db, source).await?;
+    }
+    bar.set_length(expected.max(0) as u64);
+
+    let root = root.to_path_buf();
+    // With a dictionary, half the cores analyse Korean and the other half
+    // run tantivy's indexing threads (see `index::Morphemes`); without one
+    // there is little to analyse and tantivy gets every core.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let analysing = match morph::analyzer() {
+        Analyzer::Korean(..) => (cores / 2).max(1),
+        Analyzer::Words | Analyzer::Off => 0,
+    };
+    let pool = match analysing {
+        0 => None,
+        n => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("chaja-analyse-{i}"))
+                .build()
+                .map_err(std::io::Error::other)?,
+        ),
+    };
+    let (generation, writer) = {
+        let root = root.clone();
+        let indexing_threads = cores.saturating_sub(analysing).max(1);
+        let sources = sources.clone();
+        tokio::task::spawn_blocking(move || -> Result<_> {
+            let generation = create_generation(&root, &sources)?;
+            let writer = generation.writer_with_threads(memory, indexing_threads)?;
+            Ok((generation, writer))
+        })
+        .await??
+    };
+    let generation_id = generation.id;
+    let generation_path = generation.path.clone();
+    drop(generation);
+    let marker = rebuild_marker(&generation_path);
+    let built = build(
+        db,
+        sources,
+        &marker,
+        live,
+        &bar,
+        writer,
+        pool,
+        expected,
+        generation_id,
+    )
+    .await;
+    let (docs, checkpoint) = match built {
+        Ok(built) => built,
+        Err(e) => {
+            // Never published, so never live: remove it.
+            let _ =
+                tokio::task::spawn_blocking(move || std::fs::remove_dir_all(generation_path)).await;
+            let _ = outbox::release(db, &marker).await;
+            return Err(e);
+        }
+    };
+    tokio::task::spawn_blocking(move || publish(&root, generation_id)).await??;
+    bar.finish_and_clear();
+    tracing::info!(
+        generation = generation_id,
+        docs,
+        outbox_seq = checkpoint.outbox_seq,
+        elapsed_secs = started.elapsed().as_secs(),
+        "reindex published"
+    );
+    Ok(Rebuilt {
+        generation: generation_id,
+        docs,
+        outbox_seq: checkpoint.outbox_seq,
+    })
+}
+
+/// The rebuild started over HTTP, as the operator console shows it: rows
+/// read so far against the rows counted at its start, and how it ended.
+/// One at a time (the rebuild lock), so it keeps only the last.
+#[derive(Clone, Default)]
+pub struct Tracker(Arc<Mutex<Option<Run>>>);
+
+struct Run {
+    bar: ProgressBar,
+    started_ms: i64,
+    finished_ms: Option<i64>,
+    outcome: Outcome,
+}
+
+enum Outcome {
+    Running,
+    /// Published; live once the indexer has caught it up and swapped it in.
+    Published(u64),
+    Failed(String),
+}
+
+/// Where a tracked rebuild is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RebuildState {
+    /// Reading the tables into the new generation.
+    Scanning,
+    /// Published; the indexer is replaying the outbox onto it.
+    CatchingUp,
+    /// Live: searches read it.
+    Done,
+    Failed,
+}
+
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct RebuildStatus {
+    pub state: RebuildState,
+    /// Known once published.
+    pub generation: Option<u64>,
+    /// Rows read so far, of `total` counted when it started.
+    pub scanned: u64,
+    pub total: u64,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub error: Option<String>,
+}
+
+impl Tracker {
+    /// Records a rebuild that reports its rows to `bar`, replacing the last.
+    pub fn start(&self, bar: ProgressBar) {
+        *self.0.lock().expect("tracker lock") = Some(Run {
+            bar,
+            started_ms: chaja_core::clock::now_ms(),
+            finished_ms: None,
+            outcome: Outcome::Running,
+        });
+    }
+
+    /// Records how the current rebuild ended.
+    pub fn finish(&self, result: &Result<Rebuilt>) {
+        if let Some(run) = self.0.lock().expect("tracker lock").as_mut() {
+            run.finished_ms = Some(chaja_core::clock::now_ms());
+            run.outcome = match result {
+                Ok(rebuilt) => Outcome::Published(rebuilt.generation),
+                Err(e) => Outcome::Failed(e.to_string()),
+            };
+        }
+    }
+
+    /// The last rebuild, if any; `live` is the generation searches read.
+    pub fn status(&self, live: u64) -> Option<RebuildStatus> {
+        let guard = self.0.lock().expect("tracker lock");
+        let run = guard.as_ref()?;
+        let (state, generation, error) = match &run.outcome {
+            Outcome::Running => (RebuildState::Scanning, None, None),
+            Outcome::Published(g) if live >= *g => (RebuildState::Done, Some(*g), None),
+            Outcome::Published(g) => (RebuildState::CatchingUp, Some(*g), None),
+            Outcome::Failed(e) => (RebuildState::Failed, None, Some(e.clone())),
+        };
+        Some(RebuildStatus {
+            state,
+            generation,
+            scanned: run.bar.position(),
+            total: run.bar.length().unwrap_or(0),
+            started_at: chaja_core::model::rfc3339(run.started_ms),
+            finished_at: run.finished_ms.map(chaja_core::model::rfc3339),
+            error,
+        })
+    }
+}
+
+/// Past this many outbox rows behind the head, a rebuild does not replay
+/// from the live checkpoint but reads which ids exist (see `from_outbox`).
+const REPLAY_LIMIT: i64 = 100_000;
+
+/// Where the new generation starts: the live checkpoint, unless the outbox
+/// no longer holds what it describes or it is far behind. Called once the
+/// rebuild holds back pruning at the live position, so the pruned position
+/// read here stays.
+async fn starting_point(db: &Db, live: Checkpoint) -> Result<Checkpoint> {
+    let pruned = outbox::pruned_through(db).await?;
+    let high = live.high.unwrap_or(live.outbox_seq);
+    if outbox::rewound(db, high, live.high_created_at).await? {
+        // A restored database: its history is not the one the live index
+        // followed.
+        tracing::warn!(
+            live_high = high,
+            pruned_through = pruned,
+            "the outbox restarted below the live index's position; rebuilding from what it holds"
+        );
+        return from_outbox(db, pruned).await;
+    }
+    if live.outbox_seq < pruned || outbox::max_seq(db).await? - high > REPLAY_LIMIT {
+        // Pruned rows had committed before this scan, so it has them; and a
+        // long replay would cost more than reading which ids exist. Gaps the
+        // live index still waits on stay gaps.
+        let mut checkpoint = from_outbox(db, pruned).await?;
+        let below: Vec<GapRange> = live
+            .gaps
+            .iter()
+            .filter(|g| g.first <= pruned)
+            .copied()
+            .collect();
+        if let Some(first) = below.first() {
+            checkpoint.outbox_seq = checkpoint.outbox_seq.min(first.first - 1);
+        }
+        checkpoint.gaps.splice(0..0, below);
+        return Ok(checkpoint);
+    }
+    Ok(live)
+}
+
+/// A checkpoint from the outbox itself: its newest id, and every id after
+/// `after` missing right now as a gap. An id visible now committed before
+/// the scan, so the scan has its change; a missing one is re-read until it
+/// appears or is known rolled back.
+async fn from_outbox(db: &Db, after: i64) -> Result<Checkpoint> {
+    use futures::TryStreamExt;
+    let mut checkpoint = Checkpoint::at(after);
+    let mut high = after;
+    let mut gaps = Vec::new();
+    let mut rows = sqlx::query_as::<_, (i64, i64)>(
+        "SELECT seq, created_at FROM search_outbox WHERE seq > ? ORDER BY seq",
+    )
+    .bind(after)
+    .fetch(&db.pool);
+    while let Some((seq, created_at)) = rows.try_next().await? {
+        if seq > high + 1 {
+            gaps.push(GapRange {
+                first: high + 1,
+                last: seq - 1,
+                late: false,
+            });
+        }
+        high = seq;
+        checkpoint.high_created_at = Some(created_at);
+    }
+    checkpoint.outbox_seq = gaps.first().map_or(high, |g| g.first - 1);
+    checkpoint.high = Some(high);
+    checkpoint.gaps = gaps;
+    Ok(checkpoint)
+}
+
+/// Holds back pruning, scans the tables into `writer` and commits. Returns
+/// the documents written and the checkpoint committed.
+#[allow(clippy::too_many_arguments)]
+async fn build(
+    db: &Db,
+    sources: &Sources,
+    marker: &str,
+    live: Checkpoint,
+    bar: &ProgressBar,
+    mut writer: chaja_index::DocWriter,
+    pool: Option<rayon::ThreadPool>,
+    expected: i64,
+    generation_id: u64,
+) -> Result<(u64, Checkpoint)> {
+    outbox::hold_for_rebuild(db, marker, live.low_water()).await?;
+    let checkpoint = starting_point(db, live).await?;
+    outbox::hold_for_rebuild(db, marker, checkpoint.low_water()).await?;
+    tracing::info!(
+        generation = generation_id,
+        outbox_seq = checkpoint.outbox_seq,
+        gaps = checkpoint.gaps.len(),
+        rows = expected,
+        "reindex started"
+    );
+
+    // Reading pages and indexing them overlap: the blocking side owns the
+    // writer and the async side keeps the next page coming.
+    let (tx, mut rx) = mpsc::channel::<Vec<Doc>>(4);
+    let committed = checkpoint.clone();
+    let indexing = tokio::task::spawn_blocking(move || -> Result<u64> {
+        let mut docs = 0u64;
+        while let Some(page) = rx.blocking_recv() {
+            let morphemes: Vec<Morphemes> = match &pool {
+                Some(pool) => pool.install(|| page.par_iter().map(Morphemes::of).collect()),
+                None => page.iter().map(Morphemes::of).collect(),
+            };
+            for (doc, morphemes) in page.iter().zip(morphemes) {
+                writer.add(doc, morphemes)?;
+            }
+            docs += page.len() as u64;
+        }
+        writer.commit_checkpoint(&committed)?;
+        writer.wait_merging_threads()?;
+        Ok(docs)
+    });
+
+    let mut read_error = None;
+    let mut reported = std::time::Instant::now();
+    'kinds: for (source, _) in sources.ids() {
+        let mut after = None;
+        loop {
+            let page = match chaja_store::rows::docs_page(db, sources, source, after.as_ref(), PAGE)
+                .await
+            {
+                Ok(page) => page,
+                Err(e) => {
+                    read_error = Some(e);
+                    break 'kinds;
+                }
+            };
+            let Some(last) = page.last() else { break };
+            after = Some(last.key.clone());
+            bar.inc(page.len() as u64);
+            if tx.send(page).await.is_err() {
+                break 'kinds; // the writer failed; its error is reported below
+            }
+            // Still alive: a hold not refreshed within the retention window
+            // stops holding back pruning.
+            if reported.elapsed() >= HOLD_REFRESH {
+                if let Err(e) = outbox::hold_for_rebuild(db, marker, checkpoint.low_water()).await {
+                    // Stop reading; the writer finishes before the
+                    // generation is removed.
+                    read_error = Some(e);
+                    break 'kinds;
+                }
+                reported = std::time::Instant::now();
+            }
+        }
+    }
+    drop(tx);
+    tracing::info!(
+        generation = generation_id,
+        "reindex read every row; committing"
+    );
+    let indexed = indexing.await?;
+    match (read_error, indexed) {
+        (None, Ok(docs)) => Ok((docs, checkpoint)),
+        (Some(e), _) => Err(e.into()),
+        (None, Err(e)) => Err(e),
+    }
+}

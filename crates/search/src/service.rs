@@ -1,0 +1,266 @@
+//! The answer path: a checked [`Request`] in, an [`Answer`] out.
+//!
+//! A first page goes through the [`SearchCache`]; on a miss, or for any
+//! other page, the search runs on the live generation on the blocking pool,
+//! heavy ones in the [`HeavyLane`], and stops at the request's deadline or
+//! when nobody waits for it any more. The hits are encoded once, by the
+//! caller's encoder, so the cache keeps bytes and never a REST type.
+//! Around the answer: trending and zero-result counts, and `did_you_mean`
+//! for a first page that found little.
+
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use chaja_core::clock::now_ms;
+use chaja_core::text::{normalize, parse_query};
+use chaja_index::search::{self, Filter, Hit, Request, SearchKey};
+use chaja_index::SearchIndex;
+
+use crate::cache::{Answer, CacheStatus, SearchCache};
+use crate::lane::{is_heavy, HeavyLane};
+use crate::suggest::Suggester;
+use crate::trending::Trending;
+use crate::{cursor, Result};
+
+/// A query that may be what was meant, with its exact total.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Alternative {
+    pub q: String,
+    pub total: u64,
+}
+
+/// A first page with at most this many hits offers `did_you_mean`.
+pub const LOW_RESULTS: u64 = 2;
+
+/// Alternatives for `q`, remembered for a while per normalized query, so
+/// that a flood of misses costs one lookup each, not one per request.
+type AlternativesCache = moka::future::Cache<String, Arc<Vec<Alternative>>>;
+
+/// Encodes a page of hits as the JSON array the API serves; the caller's,
+/// so that the shape of a hit stays with the HTTP layer.
+pub type EncodeHits = Box<dyn FnOnce(Vec<Hit>) -> Box<serde_json::value::RawValue> + Send>;
+
+/// What a search asks beyond the request itself.
+pub struct Asked<'a> {
+    /// The query as typed, for `did_you_mean`.
+    pub q: &'a str,
+    /// Who asked (see the HTTP layer's client resolution): counted once per
+    /// keyword and window in trending; `None` is not counted.
+    pub client: Option<IpAddr>,
+    /// When the request arrived: its deadline runs from here.
+    pub started: Instant,
+}
+
+/// An answer as served to one request.
+pub struct Served {
+    pub answer: Arc<Answer>,
+    pub cache: CacheStatus,
+    /// Other queries that find something, for a first page that found
+    /// little (empty when none do).
+    pub did_you_mean: Option<Arc<Vec<Alternative>>>,
+    /// Time spent in the index, when the cache did not answer.
+    pub index_time: Duration,
+}
+
+/// Cheap, cloneable handles to everything the answer path reads.
+#[derive(Clone)]
+pub struct SearchService {
+    pub index: SearchIndex,
+    pub cache: SearchCache,
+    pub trending: Trending,
+    /// Searches that found nothing: what a site's content is missing.
+    pub zero_results: Trending,
+    pub suggester: Suggester,
+    /// The lane heavy searches take turns in (see [`is_heavy`]).
+    pub lane: Arc<HeavyLane>,
+    /// Signs cursors (see [`cursor`]).
+    pub cursor_key: Arc<[u8; 32]>,
+    /// How long a request may take: a search stops its work at this
+    /// deadline even if nothing else stops it.
+    pub request_timeout: Duration,
+    did_you_mean: AlternativesCache,
+}
+
+impl SearchService {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        index: SearchIndex,
+        cache: SearchCache,
+        trending: Trending,
+        zero_results: Trending,
+        suggester: Suggester,
+        lane: HeavyLane,
+        cursor_key: [u8; 32],
+        request_timeout: Duration,
+    ) -> SearchService {
+        SearchService {
+            index,
+            cache,
+            trending,
+            zero_results,
+            suggester,
+            lane: Arc::new(lane),
+            cursor_key: Arc::new(cursor_key),
+            request_timeout,
+            did_you_mean: moka::future::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(Duration::from_secs(30))
+                .build(),
+        }
+    }
+
+    /// Answers `request`: from the cache for a first page that is fresh
+    /// enough, else from the index.
+    pub async fn search(
+        &self,
+        request: &Request,
+        asked: Asked<'_>,
+        encode: EncodeHits,
+    ) -> Result<Served> {
+        let index_time = Arc::new(Mutex::new(None::<Duration>));
+        let run = {
+            let index_time = index_time.clone();
+            let deadline = asked.started + self.request_timeout;
+            move |watermark: i64| {
+                self.compute(request.clone(), watermark, deadline, index_time, encode)
+            }
+        };
+        // Only first pages are cached: deep pages and cursor pages are rare
+        // per key and would crowd out the hot set.
+        let first_page = request.offset == 0 && request.after.is_none();
+        let (answer, cache) = if first_page {
+            self.cache
+                .get_or_compute(&SearchKey::first_page(request), run)
+                .await?
+        } else {
+            let watermark = self.cache.version();
+            (Arc::new(run(watermark).await?), CacheStatus::MISS)
+        };
+        if first_page {
+            self.count(request, &answer, asked.client);
+        }
+        let did_you_mean = if first_page && answer.total() <= LOW_RESULTS {
+            Some(self.alternatives(asked.q).await)
+        } else {
+            None
+        };
+        let index_time = index_time.lock().expect("timing lock").unwrap_or_default();
+        Ok(Served {
+            answer,
+            cache,
+            did_you_mean,
+            index_time,
+        })
+    }
+
+    /// One search on the live generation, off the async workers.
+    async fn compute(
+        &self,
+        request: Request,
+        watermark: i64,
+        deadline: Instant,
+        index_time: Arc<Mutex<Option<Duration>>>,
+        encode: EncodeHits,
+    ) -> Result<Answer> {
+        let generation = self.index.live();
+        let sources = self.index.sources().len();
+        let span = tracing::Span::current();
+        // The answer is as fresh as the watermark read just before this.
+        let computed_at_ms = now_ms();
+        // The search stops when this future is dropped (the request timed
+        // out or its client hung up) or at the request's deadline, instead
+        // of finishing work nobody reads.
+        let budget = search::Budget::until(deadline);
+        // Heavy searches take turns for a few cores (see `is_heavy`); the
+        // wait counts against the request's deadline.
+        let turn = match is_heavy(&request) {
+            true => Some(self.lane.enter().await?),
+            false => None,
+        };
+        let stop = budget.stop_on_drop();
+        let (response, request) = tokio::task::spawn_blocking(move || {
+            // The turn is the work's, not the request's: a scan that
+            // outlives its request still holds it until it stops.
+            let _turn = turn;
+            let _enter = span.enter();
+            let started = Instant::now();
+            let result = search::search_budgeted(&generation, &request, &budget);
+            *index_time.lock().expect("timing lock") = Some(started.elapsed());
+            result.map(|r| (r, request))
+        })
+        .await??;
+        stop.disarm();
+        let next_cursor = match response.hits.last() {
+            Some(last) if response.hits.len() == request.limit => {
+                Some(cursor::encode(last.rank, &request, &self.cursor_key))
+            }
+            _ => None,
+        };
+        Ok(Answer::new(
+            response.by_source[..sources].to_vec(),
+            encode(response.hits),
+            next_cursor,
+            watermark,
+            computed_at_ms,
+        ))
+    }
+
+    /// Trending counts searches that found something: a query nobody's
+    /// data answers is not a trend, and junk cannot fill the counters.
+    /// Searches that found nothing are counted apart, for the operators:
+    /// the most actionable signal a content site has.
+    fn count(&self, request: &Request, answer: &Answer, client: Option<IpAddr>) {
+        let Some(client) = client else { return };
+        let keywords: Vec<&str> = request.keywords.iter().map(|k| k.as_str()).collect();
+        if answer.total() > 0 {
+            self.trending.record(&keywords.join(" "), client);
+        } else if request.filter == Filter::default() {
+            // Only unfiltered: `파이썬` by an author with no posts, or in a
+            // random date range, says nothing about what the site lacks.
+            self.zero_results.record(&keywords.join(" "), client);
+        }
+    }
+
+    /// The alternatives of a query that found little: candidate words from
+    /// the suggester, each kept only if it finds something (its exact total
+    /// is counted on the live index). Optional work, so it runs only when
+    /// the heavy lane has a turn free at once, on the blocking pool, each
+    /// count with a short budget; otherwise, or on any failure, the answer
+    /// goes without. A search never waits or fails for want of a
+    /// suggestion.
+    async fn alternatives(&self, q: &str) -> Arc<Vec<Alternative>> {
+        let key = normalize(q.trim());
+        if let Some(known) = self.did_you_mean.get(&key).await {
+            return known;
+        }
+        let Some(turn) = self.lane.try_enter() else {
+            return Arc::default();
+        };
+        let suggester = self.suggester.clone();
+        let generation = self.index.live();
+        let q = q.to_owned();
+        let counted = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            let deadline = Instant::now() + Duration::from_millis(200);
+            suggester
+                .did_you_mean(&q, 3)
+                .into_iter()
+                .filter_map(|word| {
+                    let request = Request::newest_first(parse_query(&word), 1);
+                    let budget = search::Budget::until(deadline);
+                    let total = search::search_budgeted(&generation, &request, &budget)
+                        .ok()?
+                        .total;
+                    (total > 0).then_some(Alternative { q: word, total })
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        let found = Arc::new(counted.unwrap_or_default());
+        self.did_you_mean.insert(key, found.clone()).await;
+        found
+    }
+}
