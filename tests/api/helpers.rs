@@ -36,10 +36,17 @@ macro_rules! both_stores {
 }
 
 /// The Redis server for tests; CI starts it.
+/// The workspace's root: tests run in the `chaja` package's folder
+/// (`crates/chaja`), and the files they read (`data/`, `deploy/`) are the
+/// workspace's.
+pub fn workspace_root() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 /// The dictionary `.ci/run` builds; the morphology tests need it.
 pub fn ko_dic() -> std::path::PathBuf {
     std::env::var_os("CHAJA_KO_DIC").map_or_else(
-        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/ko-dic"),
+        || workspace_root().join("data/ko-dic"),
         std::path::PathBuf::from,
     )
 }

@@ -272,7 +272,9 @@ async fn replicas_behind_haproxy_lose_no_search_when_one_dies_and_one_drains() {
     }
     let lb_port = free_port();
     let haproxy = std::process::Command::new("haproxy")
-        .args(["-db", "-f", "deploy/haproxy.cfg"])
+        .arg("-db")
+        .arg("-f")
+        .arg(crate::helpers::workspace_root().join("deploy/haproxy.cfg"))
         .env("CHAJA_LB_BIND", format!("127.0.0.1:{lb_port}"))
         .env("CHAJA_1", format!("127.0.0.1:{}", ports[0]))
         .env("CHAJA_2", format!("127.0.0.1:{}", ports[1]))

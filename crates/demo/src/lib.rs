@@ -21,8 +21,14 @@ pub type Result<T, E = DemoError> = std::result::Result<T, E>;
 use chaja_core::sources::{ConfigFile, Sources};
 use chaja_store::{Db, Dialect};
 
-/// Creates or upgrades the demo's tables, chaja's tables and the demo's
-/// triggers: its numbered migrations, one folder per dialect.
+/// Creates or upgrades the demo's tables (its numbered migrations, one
+/// folder per dialect), then installs chaja's tables and the demo's
+/// triggers as `chaja install` does for any site's.
+///
+/// The first migrations also created chaja's tables and triggers; they
+/// stay as they are (sqlx refuses an edited migration), and from here on
+/// `chaja_store::install` is the one definition of both: what it would
+/// create is already there, or it puts it there.
 pub async fn migrate(db: &Db) -> Result<()> {
     let migrator = match db.dialect {
         Dialect::MySql => sqlx::migrate!("../../migrations/mysql"),
@@ -32,6 +38,7 @@ pub async fn migrate(db: &Db) -> Result<()> {
         .run(&db.pool)
         .await
         .map_err(|e| sqlx::Error::Migrate(Box::new(e)))?;
+    chaja_store::install::install(db, &sources()).await?;
     Ok(())
 }
 

@@ -10,6 +10,12 @@ pub enum IndexError {
     #[error("index i/o error")]
     Io(#[from] std::io::Error),
 
+    /// An index (or a file of it) that is not what this version expects:
+    /// another layout, other sources, a bad stamp or payload. The message
+    /// says what to do (usually `chaja reindex`).
+    #[error("{0}")]
+    Refused(String),
+
     /// The Korean dictionary could not be built or loaded.
     #[error("korean dictionary: {0}")]
     Dictionary(String),
@@ -22,10 +28,8 @@ impl From<tantivy::directory::error::OpenDirectoryError> for IndexError {
 }
 
 impl IndexError {
-    /// An index (or a file of it) that is not what this version expects:
-    /// another layout, other sources, a bad stamp. The message says what
-    /// to do (usually `chaja reindex`).
+    /// See [`IndexError::Refused`].
     pub(crate) fn invalid(message: String) -> IndexError {
-        IndexError::Tantivy(tantivy::TantivyError::InvalidArgument(message))
+        IndexError::Refused(message)
     }
 }

@@ -1,0 +1,179 @@
+//! Generations on disk: `ROOT/gen-<n>/`, `CURRENT` naming the live one,
+//! `NEXT` a rebuild waiting to catch up, and the rebuild lock. Every name
+//! is replaced by an atomic rename, so a crash leaves one of them whole.
+
+use std::path::{Path, PathBuf};
+
+use tantivy::directory::MmapDirectory;
+use tantivy::{Index, IndexSettings, IndexSortByField, Order};
+
+use chaja_core::sources::Sources;
+
+use crate::checkpoint::{read_checkpoint, Checkpoint};
+use crate::generation::{
+    analyzer_stamp, generation_stamp, Generation, ANALYZER_FILE, DEFINITION_FILE, SOURCES_FILE,
+};
+use crate::schema::build_schema;
+use crate::{IndexError, Result};
+
+const CURRENT: &str = "CURRENT";
+/// Names a rebuilt generation waiting to be caught up and made current.
+pub(crate) const NEXT: &str = "NEXT";
+
+/// Held while a rebuild writes a new generation: one rebuild at a time per
+/// index directory, whoever starts it (the CLI, the admin endpoint, the
+/// indexer itself). Two at once could pick the same generation id, or one
+/// could remove the other's unpublished directory. An OS file lock, so a
+/// rebuild killed with SIGKILL releases it.
+#[derive(Debug)]
+pub struct RebuildLock {
+    _file: std::fs::File,
+}
+
+const REBUILD_LOCK: &str = "REBUILD.lock";
+
+/// Takes the rebuild lock of `root`, or `None` while another rebuild holds
+/// it. Blocking.
+pub fn try_lock_rebuild(root: &Path) -> Result<Option<RebuildLock>> {
+    std::fs::create_dir_all(root)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(root.join(REBUILD_LOCK))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(RebuildLock { _file: file })),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
+/// Removes generations newer than the current one that `NEXT` does not
+/// name: rebuilds that died before publishing. Only under the rebuild lock,
+/// which proves that no rebuild is writing one.
+pub fn remove_unpublished(root: &Path, _held: &RebuildLock) -> Result<()> {
+    let current = current_generation(root)?.unwrap_or(0);
+    let next = named(root, NEXT)?;
+    for id in list_generations(root)? {
+        if id > current && Some(id) != next {
+            std::fs::remove_dir_all(generation_path(root, id))?;
+            tracing::info!(generation = id, "removed an unpublished index generation");
+        }
+    }
+    Ok(())
+}
+
+/// What the published generation under `root` has applied of the outbox;
+/// `None` when nothing is published. Blocking.
+pub fn published_checkpoint(root: &Path) -> Result<Option<Checkpoint>> {
+    let Some(id) = current_generation(root)? else {
+        return Ok(None);
+    };
+    let index = Index::open(MmapDirectory::open(generation_path(root, id))?)?;
+    Ok(Some(read_checkpoint(&index)?))
+}
+
+/// The name a rebuild of the generation at `path` holds back outbox pruning
+/// under (see `db::outbox::hold_for_rebuild`): unique per index directory
+/// and host (containers may all use the same path).
+pub fn rebuild_marker(path: &Path) -> String {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let host = std::env::var("HOSTNAME").unwrap_or_default();
+    let hash = blake3::hash(format!("{host}:{}", path.display()).as_bytes());
+    format!("rebuild-{}", &hash.to_hex()[..16])
+}
+
+/// Whether generation `id` under `root` was built for `sources`, in this
+/// version's schema: one that was not cannot be served.
+pub(crate) fn built_for(root: &Path, id: u64, sources: &Sources) -> bool {
+    let path = generation_path(root, id);
+    std::fs::read_to_string(path.join(SOURCES_FILE))
+        .is_ok_and(|stamp| stamp.trim() == generation_stamp(sources))
+        && Index::open_in_dir(&path).is_ok_and(|index| index.schema() == build_schema())
+}
+
+pub(crate) fn generation_path(root: &Path, id: u64) -> PathBuf {
+    root.join(format!("gen-{id:06}"))
+}
+
+pub(crate) fn list_generations(root: &Path) -> Result<Vec<u64>> {
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(root)? {
+        let name = entry?.file_name();
+        if let Some(id) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("gen-"))
+            .and_then(|n| n.parse().ok())
+        {
+            ids.push(id);
+        }
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+pub(crate) fn current_generation(root: &Path) -> Result<Option<u64>> {
+    named(root, CURRENT)
+}
+
+/// The generation the file `name` under `root` names, if it exists.
+pub(crate) fn named(root: &Path, name: &str) -> Result<Option<u64>> {
+    match std::fs::read_to_string(root.join(name)) {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| IndexError::invalid(format!("bad {name} file: {text:?}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Creates an empty generation after the newest one on disk.
+pub fn create_generation(root: &Path, sources: &Sources) -> Result<Generation> {
+    std::fs::create_dir_all(root)?;
+    let id = list_generations(root)?.last().copied().unwrap_or(0) + 1;
+    let path = generation_path(root, id);
+    std::fs::create_dir(&path)?;
+    let settings = IndexSettings {
+        // Newest first inside every segment, so the newest-first top-k can
+        // stop early (see `search`).
+        sort_by_field: Some(IndexSortByField {
+            field: "created_at".to_owned(),
+            order: Order::Desc,
+        }),
+        ..IndexSettings::default()
+    };
+    let index = Index::builder()
+        .schema(build_schema())
+        .settings(settings)
+        .create_in_dir(&path)?;
+    std::fs::write(path.join(ANALYZER_FILE), analyzer_stamp())?;
+    std::fs::write(path.join(SOURCES_FILE), generation_stamp(sources))?;
+    std::fs::write(path.join(DEFINITION_FILE), sources.definition())?;
+    Generation::from_index(id, path, index)
+}
+
+/// Offers rebuilt generation `id` to the serving indexer (`NEXT`),
+/// atomically. Blocking.
+pub fn publish(root: &Path, id: u64) -> Result<()> {
+    name(root, NEXT, id)
+}
+
+/// Makes generation `id` the one `CURRENT` names, atomically, and drops a
+/// `NEXT` that names it. Blocking.
+pub fn make_current(root: &Path, id: u64) -> Result<()> {
+    name(root, CURRENT, id)?;
+    if named(root, NEXT)? == Some(id) {
+        std::fs::remove_file(root.join(NEXT))?;
+    }
+    Ok(())
+}
+
+fn name(root: &Path, file: &str, id: u64) -> Result<()> {
+    let tmp = root.join(format!("{file}.tmp"));
+    std::fs::write(&tmp, format!("{id}\n"))?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, root.join(file))?;
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! A hit's stored fields, its title and snippet highlighted.
+
+use tantivy::schema::Value;
+use tantivy::{DocAddress, Searcher, TantivyDocument};
+
+use chaja_core::model::Key;
+use chaja_core::text::{highlight, lead, Keyword, SNIPPET_CHARS, TITLE_CHARS};
+
+use super::request::{Hit, Rank};
+use crate::schema::Fields;
+use crate::{parse_key_term, uid_has_string_key, BODY_SEPARATOR};
+use crate::{IndexError, Result};
+
+pub(super) fn load_hit(
+    searcher: &Searcher,
+    fields: &Fields,
+    keywords: &[Keyword],
+    rank: Rank,
+    address: DocAddress,
+) -> Result<Hit> {
+    let doc: TantivyDocument = searcher.doc(address)?;
+    let text = |field| {
+        doc.get_first(field)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+    };
+    let title = text(fields.title);
+    let attributes = text(fields.attributes);
+    let key_term = text(fields.key).unwrap_or_default();
+    // The snippet comes from the first body field that holds a match, or
+    // the first one.
+    let content = text(fields.content).unwrap_or_default();
+    let bodies: Vec<&str> = content.split(BODY_SEPARATOR).collect();
+    let snippet = bodies
+        .iter()
+        .find_map(|body| highlight(body, keywords, SNIPPET_CHARS))
+        .unwrap_or_else(|| lead(bodies.first().copied().unwrap_or(""), SNIPPET_CHARS));
+    // HTML like the snippet, so that a page can render both the same way:
+    // escaped, with the matches in `<em>`.
+    let title = title.map(|title| {
+        highlight(&title, keywords, TITLE_CHARS).unwrap_or_else(|| lead(&title, TITLE_CHARS))
+    });
+    let segment = searcher.segment_reader(address.segment_ord);
+    let created_at = segment
+        .fast_fields()
+        .i64("created_at")?
+        .first(address.doc_id)
+        .unwrap_or_default();
+    let uid = segment
+        .fast_fields()
+        .u64("uid")?
+        .first(address.doc_id)
+        .unwrap_or_default();
+    let (source, key_text) = parse_key_term(&key_term)
+        .ok_or_else(|| IndexError::invalid(format!("bad stored key {key_term:?}")))?;
+    let key = match key_text.parse() {
+        Ok(i) if !uid_has_string_key(uid) => Key::Int(i),
+        _ => Key::Str(key_text.to_owned()),
+    };
+    Ok(Hit {
+        source,
+        key,
+        attributes,
+        title,
+        snippet,
+        created_at,
+        rank,
+    })
+}

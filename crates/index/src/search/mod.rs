@@ -1,0 +1,205 @@
+//! Query execution: exact substring matching, three orders, exact totals.
+//!
+//! Every keyword becomes a query that matches exactly the rows whose
+//! normalized title or content contains it:
+//! - 1 character: one term of `chars`;
+//! - 2 characters: one term of `grams2`;
+//! - 3 characters: one term of `grams3`;
+//! - 4 characters: one term of `grams4`;
+//! - longer: a slop-0 phrase of the fewest 4-grams that pin every character.
+//!
+//! So a keyword of up to 4 characters, the bulk of what people type, is
+//! counted from one posting list with no position to check, and a longer
+//! one checks positions only where its rare 4-grams all occur.
+//!
+//! The total is exact, and split by source: every match
+//! is visited once per segment and the counts are kept per segment (see
+//! `Generation::totals`), so later queries only find their top-k.
+//! Segments are sorted by `created_at` descending, so the newest-first top-k
+//! of a segment is final as soon as a match is older than the k-th best; the
+//! rest of the segment is only counted. Large segments are cut in two halves
+//! scanned in parallel (a scorer can `seek` to the middle), because one merged
+//! segment would otherwise leave a core idle. A time filter (`from`, `to`)
+//! is a contiguous range of each sorted segment: only that range is read.
+//!
+//! A search can be stopped: its [`Budget`] is checked at the start of
+//! every scanned range and after every 4,096 matches the scorer yields, so
+//! a request that timed out or whose client left stops using a core soon
+//! after, instead of finishing a scan nobody reads. The scorer's own work
+//! between two matches is not interrupted: a phrase of common grams that
+//! rarely occur together can run on until its next match or the range's
+//! end.
+
+use std::cmp::Reverse;
+use std::ops::Range;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use tantivy::query::{EnableScoring, Query};
+use tantivy::{DocAddress, DocId};
+
+use chaja_core::sources::MAX_SOURCES;
+
+use crate::{Generation, Result};
+
+mod budget;
+mod hit;
+mod query;
+mod request;
+mod scan;
+
+pub use budget::{Budget, ScanError, StopOnDrop};
+pub use query::build_query;
+pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort};
+
+use hit::load_hit;
+use query::totals_key;
+use scan::{time_window, Work};
+
+/// Segments with more documents than this are scanned as two halves.
+const SPLIT_DOCS: u32 = 32_768;
+
+/// What one scanned range of one segment found.
+#[derive(Default)]
+struct Partial {
+    counts: SourceCounts,
+    top: Vec<(Rank, DocAddress)>,
+}
+
+/// Matches by source position (the low bits of their uid).
+pub type SourceCounts = [u64; MAX_SOURCES];
+
+fn add_counts(sum: &mut SourceCounts, more: &SourceCounts) {
+    for (s, m) in sum.iter_mut().zip(more) {
+        *s += m;
+    }
+}
+
+/// Runs a search on one generation. Blocking: call it off the async workers.
+pub fn search(generation: &Generation, request: &Request) -> Result<Response> {
+    search_split(generation, request, SPLIT_DOCS)
+}
+
+/// [`search`], cutting segments larger than `split_docs` in two halves;
+/// tests use a tiny value to exercise the split on small indexes.
+pub fn search_split(
+    generation: &Generation,
+    request: &Request,
+    split_docs: u32,
+) -> Result<Response> {
+    match search_within(generation, request, &Budget::unlimited(), split_docs) {
+        Ok(response) => Ok(response),
+        Err(ScanError::Index(e)) => Err(e),
+        Err(ScanError::Stopped) => unreachable!("an unlimited budget never runs out"),
+    }
+}
+
+/// [`search`], stopping when `budget` runs out. Blocking.
+pub fn search_budgeted(
+    generation: &Generation,
+    request: &Request,
+    budget: &Budget,
+) -> std::result::Result<Response, ScanError> {
+    search_within(generation, request, budget, SPLIT_DOCS)
+}
+
+fn search_within(
+    generation: &Generation,
+    request: &Request,
+    budget: &Budget,
+    split_docs: u32,
+) -> std::result::Result<Response, ScanError> {
+    budget.check()?;
+    debug_assert!(!request.keywords.is_empty());
+    let searcher = generation.reader.searcher();
+    let fields = &generation.fields;
+    let scoring = request.sort == Sort::Relevance;
+    let query = build_query(fields, request, scoring);
+    let enable = if scoring {
+        EnableScoring::enabled_from_searcher(&searcher)
+    } else {
+        EnableScoring::disabled_from_searcher(&searcher)
+    };
+    let weight = query.weight(enable)?;
+
+    // Segments never change but for deletes, so a segment's total for a
+    // query stays true until its delete count moves: a frequent phrase is
+    // counted once per segment, and after a commit only new segments are.
+    let counts_key: Arc<str> = totals_key(request).into();
+    let mut tasks: Vec<(u32, Range<DocId>, Option<SourceCounts>)> = Vec::new();
+    let mut keys = Vec::new();
+    for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+        let window = time_window(segment, &request.filter)?;
+        let key = (
+            segment.segment_id(),
+            segment.num_deleted_docs(),
+            counts_key.clone(),
+        );
+        let known_total = generation.totals.get(&key);
+        // A known total still leaves the top-k to find: halves keep both
+        // cores busy for the orders that cannot stop early. The first half
+        // carries the segment's total, the second adds nothing to it.
+        if window.len() > split_docs as usize {
+            let middle = window.start + (window.end - window.start) / 2;
+            tasks.push((ord as u32, window.start..middle, known_total));
+            tasks.push((
+                ord as u32,
+                middle..window.end,
+                known_total.map(|_| [0; MAX_SOURCES]),
+            ));
+        } else {
+            tasks.push((ord as u32, window, known_total));
+        }
+        keys.push((key, known_total.is_some()));
+    }
+    let partials = tasks
+        .par_iter()
+        .map(|(ord, range, known_total)| {
+            let segment = searcher.segment_reader(*ord);
+            let work = Work {
+                budget,
+                scanned: &generation.scanned,
+                doc_sources: &generation.doc_sources,
+            };
+            scan::scan(
+                &*weight,
+                segment,
+                *ord,
+                range.clone(),
+                *known_total,
+                request,
+                work,
+            )
+        })
+        .collect::<std::result::Result<Vec<Partial>, ScanError>>()?;
+    budget.check()?;
+    let mut segment_totals = vec![[0u64; MAX_SOURCES]; keys.len()];
+    for ((ord, _, _), partial) in tasks.iter().zip(&partials) {
+        add_counts(&mut segment_totals[*ord as usize], &partial.counts);
+    }
+    for ((key, known), counts) in keys.into_iter().zip(segment_totals) {
+        if !known {
+            generation.totals.insert(key, counts);
+        }
+    }
+
+    let mut by_source: SourceCounts = [0; MAX_SOURCES];
+    let mut ranked: Vec<(Rank, DocAddress)> = Vec::new();
+    for partial in partials {
+        add_counts(&mut by_source, &partial.counts);
+        ranked.extend(partial.top);
+    }
+    ranked.sort_unstable_by_key(|entry| Reverse(entry.0));
+    let highlighted = request.all_forms();
+    let hits = ranked
+        .into_iter()
+        .skip(request.offset)
+        .take(request.limit)
+        .map(|(rank, address)| load_hit(&searcher, fields, &highlighted, rank, address))
+        .collect::<Result<Vec<Hit>>>()?;
+    Ok(Response {
+        total: by_source.iter().sum(),
+        by_source,
+        hits,
+    })
+}

@@ -1,0 +1,183 @@
+//! From keywords to tantivy queries: one term per keyword of up to four
+//! characters, a phrase of the fewest 4-grams beyond; morphemes for
+//! relevance and `match=morph`.
+
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, TermQuery,
+};
+use tantivy::schema::{Field, IndexRecordOption, Term};
+
+use chaja_core::sources::SourceId;
+use chaja_core::text::Keyword;
+
+use super::request::Request;
+use crate::morph;
+use crate::schema::Fields;
+use crate::tokenizer::fourgram_cover;
+
+/// Title matches weigh this much more than content matches in relevance.
+pub(super) const TITLE_BOOST: f32 = 2.0;
+
+/// Added to the score of rows that contain the exact substring, under
+/// `match=morph`: more than any sum of BM25 scores of a short query, small
+/// enough that f32 keeps BM25's differences beside it.
+pub(super) const EXACT_TIER: f32 = 10_000.0;
+
+/// The query of a request: the substring set (or, with `match=morph`, the
+/// substring set plus morpheme matches), scored for relevance when asked.
+pub fn build_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn Query> {
+    // Only relevance and morpheme matching look at morphemes: a newest-first
+    // substring search skips the dictionary lookup.
+    let mut morphemes: Vec<String> = if request.morph || scoring {
+        request
+            .keywords
+            .iter()
+            .flat_map(|k| morph::analyzer().morphemes(k.as_str()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    morphemes.sort_unstable();
+    morphemes.dedup();
+    let text: Box<dyn Query> = if morphemes.is_empty() {
+        substring_query(fields, request, scoring)
+    } else if request.morph {
+        let exact = substring_query(fields, request, false);
+        Box::new(BooleanQuery::new(vec![
+            (
+                Occur::Should,
+                Box::new(ConstScoreQuery::new(exact, EXACT_TIER)),
+            ),
+            (Occur::Should, morph_query(fields, &morphemes, Occur::Must)),
+        ]))
+    } else if scoring {
+        // The set is the substring set; morphemes only score it.
+        let exact = substring_query(fields, request, false);
+        Box::new(BooleanQuery::new(vec![
+            (Occur::Must, Box::new(BoostQuery::new(exact, 0.0))),
+            (
+                Occur::Should,
+                morph_query(fields, &morphemes, Occur::Should),
+            ),
+        ]))
+    } else {
+        substring_query(fields, request, false)
+    };
+    let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text)];
+    for (name, value) in &request.filter.attributes {
+        let term = Term::from_field_text(fields.attrs, &format!("{name}={value}"));
+        let query: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::Basic));
+        // Must, but without adding to the score.
+        must.push((Occur::Must, Box::new(BoostQuery::new(query, 0.0))));
+    }
+    if must.len() == 1 {
+        return must.pop().expect("one clause").1;
+    }
+    Box::new(BooleanQuery::new(must))
+}
+
+/// The rows whose normalized title or content contains every keyword (or,
+/// for a keyword with synonyms, any of its forms).
+pub(super) fn substring_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn Query> {
+    let mut must: Vec<(Occur, Box<dyn Query>)> = (0..request.keywords.len())
+        .map(|i| {
+            let mut forms: Vec<(Occur, Box<dyn Query>)> = request
+                .forms(i)
+                .map(|k| (Occur::Should, keyword_query(fields, k, scoring)))
+                .collect();
+            let clause = if forms.len() == 1 {
+                forms.pop().expect("one form").1
+            } else {
+                Box::new(BooleanQuery::new(forms))
+            };
+            (Occur::Must, clause)
+        })
+        .collect();
+    if must.len() == 1 {
+        return must.pop().expect("one clause").1;
+    }
+    Box::new(BooleanQuery::new(must))
+}
+
+/// Each morpheme in the title (boosted) or the content; `occur` says whether
+/// every morpheme must be there or each only adds to the score.
+pub(super) fn morph_query(fields: &Fields, morphemes: &[String], occur: Occur) -> Box<dyn Query> {
+    let clauses = morphemes
+        .iter()
+        .map(|m| {
+            let in_title = term_query(fields.title_morph, m, IndexRecordOption::WithFreqs);
+            let in_content = term_query(fields.content_morph, m, IndexRecordOption::WithFreqs);
+            let either: Box<dyn Query> = Box::new(BooleanQuery::new(vec![
+                (
+                    Occur::Should,
+                    Box::new(BoostQuery::new(in_title, TITLE_BOOST)),
+                ),
+                (Occur::Should, in_content),
+            ]));
+            (occur, either)
+        })
+        .collect();
+    Box::new(BooleanQuery::new(clauses))
+}
+
+pub(super) fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -> Box<dyn Query> {
+    let text = keyword.as_str();
+    match keyword.char_len() {
+        0 => unreachable!("keywords are never empty"),
+        1 => term_query(fields.chars, text, IndexRecordOption::Basic),
+        2 => term_query(fields.grams2, text, IndexRecordOption::Basic),
+        3 => term_query(fields.grams3, text, IndexRecordOption::Basic),
+        4 => {
+            let option = if scoring {
+                IndexRecordOption::WithFreqs
+            } else {
+                IndexRecordOption::Basic
+            };
+            term_query(fields.grams4, text, option)
+        }
+        _ => {
+            let terms = fourgram_cover(text)
+                .into_iter()
+                .map(|(offset, gram)| (offset, Term::from_field_text(fields.grams4, &gram)))
+                .collect();
+            Box::new(PhraseQuery::new_with_offset(terms))
+        }
+    }
+}
+
+pub(super) fn term_query(field: Field, text: &str, option: IndexRecordOption) -> Box<dyn Query> {
+    Box::new(TermQuery::new(Term::from_field_text(field, text), option))
+}
+
+/// The keywords and each keyword's synonyms, as text, for keys.
+pub(super) fn words(request: &Request) -> (Vec<&str>, Vec<Vec<&str>>) {
+    let keywords = request.keywords.iter().map(|k| k.as_str()).collect();
+    let synonyms = request
+        .synonyms
+        .iter()
+        .map(|forms| forms.iter().map(|k| k.as_str()).collect())
+        .collect();
+    (keywords, synonyms)
+}
+
+/// What decides which rows match, not their order or the page: keywords,
+/// synonyms, filters and the match mode. Both keys below start from it.
+pub(super) fn matched_set(request: &Request) -> serde_json::Value {
+    let (keywords, synonyms) = words(request);
+    let f = &request.filter;
+    serde_json::json!([
+        keywords,
+        synonyms,
+        f.source.map(SourceId::index),
+        f.attributes,
+        f.from,
+        f.to,
+        request.morph
+    ])
+}
+
+/// What a query's per-segment total depends on: the matched set, and the
+/// analyzer that morpheme matches were indexed with.
+pub(super) fn totals_key(request: &Request) -> String {
+    serde_json::json!([matched_set(request), morph::analyzer().name()]).to_string()
+}

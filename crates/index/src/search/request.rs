@@ -1,0 +1,169 @@
+//! What a search asks and what it answers: the request, its orders and
+//! filters, the cache key it is known by, hits and responses.
+
+use chaja_core::model::Key;
+use chaja_core::sources::SourceId;
+use chaja_core::text::Keyword;
+
+use super::query::matched_set;
+use super::SourceCounts;
+use crate::uid_source;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sort {
+    /// `created_at DESC, id DESC`.
+    #[default]
+    Recent,
+    /// `created_at ASC, id ASC`.
+    Oldest,
+    /// BM25 over the morphological fields (title boosted) for the query's
+    /// content morphemes, times a recency factor, then newest first. With
+    /// `match=morph`, rows that contain the exact substring come before rows
+    /// that only share morphemes. A query with no content morpheme (`니다`)
+    /// falls back to BM25 over the 4-gram field (keywords of 4 or more
+    /// characters; shorter ones score alike, so newest first decides).
+    Relevance,
+}
+
+/// A hit's place in the requested order: larger comes first. Cursors carry
+/// it, and the next page takes only ranks below it.
+pub type Rank = (i64, i64, u64);
+
+pub(super) fn rank(sort: Sort, created_at: i64, uid: u64, score: f32) -> Rank {
+    match sort {
+        Sort::Recent => (0, created_at, uid),
+        Sort::Oldest => (0, -created_at, u64::MAX - uid),
+        // BM25 scores are never negative, so their bits order like them.
+        Sort::Relevance => (i64::from(score.max(0.0).to_bits()), created_at, uid),
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub source: Option<SourceId>,
+    /// `attr.<name>=<value>`: rows whose attribute has this value, all of
+    /// them; sorted by name, so that equal filters make equal keys.
+    pub attributes: Vec<(String, String)>,
+    /// Inclusive bounds on `created_at`, in milliseconds.
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+}
+
+impl Filter {
+    pub(super) fn accepts(&self, created_at: i64, uid: u64) -> bool {
+        self.source
+            .is_none_or(|source| uid_source(uid) == source.index())
+            && self.from.is_none_or(|from| created_at >= from)
+            && self.to.is_none_or(|to| created_at <= to)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub keywords: Vec<Keyword>,
+    pub filter: Filter,
+    pub sort: Sort,
+    /// Hits to skip, for page-based paging.
+    pub offset: usize,
+    pub limit: usize,
+    /// Only hits ranked strictly below this, for cursor paging.
+    pub after: Option<Rank>,
+    /// `match=morph`: also rows that contain every content morpheme of the
+    /// query, not only the exact substring.
+    pub morph: bool,
+    /// The time the recency factor of `sort=relevance` is taken at, in
+    /// epoch milliseconds: fixed for a query and carried by its cursors, so
+    /// that every page of one walk ranks rows alike.
+    pub now: i64,
+    /// For each keyword, its synonyms (see `chaja_core::synonyms`): a row
+    /// matches the keyword when it contains any of them. Empty, or one list
+    /// per keyword.
+    pub synonyms: Vec<Vec<Keyword>>,
+}
+
+impl Request {
+    /// The first `limit` rows, newest first, with no filter: what a search
+    /// box asks for.
+    pub fn newest_first(keywords: Vec<Keyword>, limit: usize) -> Request {
+        Request {
+            keywords,
+            filter: Filter::default(),
+            sort: Sort::Recent,
+            offset: 0,
+            limit,
+            after: None,
+            morph: false,
+            now: 0,
+            synonyms: Vec::new(),
+        }
+    }
+
+    /// Keyword `i` and its synonyms.
+    pub(super) fn forms(&self, i: usize) -> impl Iterator<Item = &Keyword> {
+        std::iter::once(&self.keywords[i]).chain(self.synonyms.get(i).into_iter().flatten())
+    }
+
+    /// Every keyword and synonym, for highlighting.
+    pub fn all_forms(&self) -> Vec<Keyword> {
+        (0..self.keywords.len())
+            .flat_map(|i| self.forms(i).cloned())
+            .collect()
+    }
+}
+
+impl Sort {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Sort::Recent => "recent",
+            Sort::Oldest => "oldest",
+            Sort::Relevance => "relevance",
+        }
+    }
+}
+
+/// What names a search's answer, built from the typed request: keywords,
+/// synonyms, filters, order and match mode. A cursor is bound to
+/// [`SearchKey::query`]; a cached first page is stored under
+/// [`SearchKey::first_page`], which adds its size. The cache takes this
+/// type and nothing from the HTTP layer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SearchKey(String);
+
+impl SearchKey {
+    /// The query without paging: 16 hex digits of a BLAKE3 hash.
+    pub fn query(request: &Request) -> SearchKey {
+        let text = serde_json::json!([matched_set(request), request.sort.as_str()]).to_string();
+        SearchKey(blake3::hash(text.as_bytes()).to_hex()[..16].to_owned())
+    }
+
+    /// The query and the page size: a first page's answer.
+    pub fn first_page(request: &Request) -> SearchKey {
+        SearchKey(format!("{}:{}", SearchKey::query(request).0, request.limit))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub source: SourceId,
+    pub key: Key,
+    /// The stored attributes, a JSON object; `None` for a source without.
+    pub attributes: Option<String>,
+    pub title: Option<String>,
+    /// HTML: escaped text with `<em>` around the matches.
+    pub snippet: String,
+    pub created_at: i64,
+    pub rank: Rank,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// Every matching row, exactly, regardless of paging.
+    pub total: u64,
+    /// The same by source position; they sum to `total`.
+    pub by_source: SourceCounts,
+    pub hits: Vec<Hit>,
+}

@@ -1,0 +1,261 @@
+//! The scan: each segment range's matches, the top-k kept in the
+//! requested order, every match counted by source.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tantivy::query::Weight;
+use tantivy::{DocAddress, DocId, DocSet, SegmentReader, TERMINATED};
+
+use chaja_core::sources::{SourceId, MAX_SOURCES};
+
+use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
+use super::query::EXACT_TIER;
+use super::request::{rank, Filter, Rank, Request, Sort};
+use super::{Partial, SourceCounts};
+use crate::{uid_source, DocSources};
+use crate::{IndexError, Result};
+
+/// The recency factor of `sort=relevance`: BM25 × (1 + 0.2 × 2^(−age/180 d)).
+/// A post from today weighs up to 20% more than an equally relevant one
+/// from years ago; relevance still decides between posts of any age.
+pub(super) const RECENCY_WEIGHT: f32 = 0.2;
+pub(super) const RECENCY_HALF_LIFE_DAYS: f32 = 180.0;
+
+pub(super) fn with_recency(score: f32, created_at: i64, now: i64) -> f32 {
+    let (tier, bm25) = if score >= EXACT_TIER {
+        (EXACT_TIER, score - EXACT_TIER)
+    } else {
+        (0.0, score)
+    };
+    let age_days = now.saturating_sub(created_at).max(0) as f32 / 86_400_000.0;
+    tier + bm25 * (1.0 + RECENCY_WEIGHT * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS))
+}
+
+/// The doc ids of a sorted (newest first) segment whose `created_at` is
+/// within the filter's bounds: a contiguous range, found by binary search.
+pub(super) fn time_window(segment: &SegmentReader, filter: &Filter) -> Result<Range<DocId>> {
+    let max = segment.max_doc();
+    if filter.from.is_none() && filter.to.is_none() {
+        return Ok(0..max);
+    }
+    let created = segment.fast_fields().i64("created_at")?;
+    let at = |doc: DocId| created.first(doc).unwrap_or_default();
+    let first_doc_where = |pred: &dyn Fn(i64) -> bool| {
+        // partition_point over doc ids: `pred` is false, then true.
+        let (mut lo, mut hi) = (0, max);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(at(mid)) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    };
+    let start = filter.to.map_or(0, |to| first_doc_where(&|t| t <= to));
+    let end = filter
+        .from
+        .map_or(max, |from| first_doc_where(&|t| t < from));
+    Ok(start..end.max(start))
+}
+
+/// What a scan answers to: when to stop, and where to count its reads.
+#[derive(Clone, Copy)]
+pub(super) struct Work<'a> {
+    pub(super) budget: &'a Budget,
+    pub(super) scanned: &'a std::sync::atomic::AtomicU64,
+    pub(super) doc_sources: &'a DocSources,
+}
+
+/// The source position of every document of `segment`, one byte each:
+/// what counting by source reads per match, instead of a 64-bit `uid`
+/// (1 MB for a million documents, kept per segment).
+pub(super) fn doc_sources(
+    cache: &DocSources,
+    segment: &SegmentReader,
+) -> std::result::Result<Arc<[u8]>, ScanError> {
+    cache
+        .try_get_with(segment.segment_id(), || {
+            let uid = segment.fast_fields().u64("uid")?;
+            let max = segment.max_doc();
+            let mut sources = Vec::with_capacity(max as usize);
+            let mut docs = Vec::with_capacity(4096);
+            let mut uids = vec![None; 4096];
+            for start in (0..max).step_by(4096) {
+                docs.clear();
+                docs.extend(start..max.min(start + 4096));
+                let uids = &mut uids[..docs.len()];
+                uids.fill(None);
+                uid.first_vals(&docs, uids);
+                sources.extend(uids.iter().map(|u| uid_source(u.unwrap_or_default()) as u8));
+            }
+            Ok::<_, tantivy::TantivyError>(Arc::from(sources))
+        })
+        .map_err(|e| ScanError::Index(IndexError::Tantivy((*e).clone())))
+}
+
+/// Scans `range` of one segment: counts every match and keeps the best k.
+/// `known_total` is the segment's total when the postings already say it;
+/// the scan then stops as soon as the top-k is final.
+pub(super) fn scan(
+    weight: &dyn Weight,
+    segment: &SegmentReader,
+    ord: u32,
+    range: Range<DocId>,
+    known_total: Option<SourceCounts>,
+    request: &Request,
+    work: Work,
+) -> std::result::Result<Partial, ScanError> {
+    let Work {
+        budget,
+        scanned: scanned_counter,
+        doc_sources: doc_sources_cache,
+    } = work;
+    budget.check()?;
+    let now = request.now;
+    let k = request.offset + request.limit;
+    let mut scorer = weight.scorer(segment, 1.0)?;
+    let created = segment.fast_fields().i64("created_at")?;
+    let uid = segment.fast_fields().u64("uid")?;
+    let alive = segment.alive_bitset();
+    let filter = &request.filter;
+    // Only newest-first follows the segment order.
+    let can_stop = request.sort == Sort::Recent;
+
+    let mut top: BinaryHeap<Reverse<(Rank, DocId)>> = BinaryHeap::with_capacity(k + 1);
+    let mut counts: SourceCounts = [0; MAX_SOURCES];
+    let mut scanned: u64 = 0;
+    let mut until_look: u32 = BUDGET_EVERY_MATCHES;
+    let mut doc = scorer.doc();
+    if doc < range.start {
+        doc = scorer.seek(range.start);
+    }
+    // Collecting: every match is ranked until the top-k is final.
+    let mut counting_only = k == 0;
+    while !counting_only && doc < range.end {
+        debug_assert!(doc != TERMINATED);
+        scanned += 1;
+        until_look -= 1;
+        if until_look == 0 {
+            until_look = BUDGET_EVERY_MATCHES;
+            if budget.exhausted() {
+                scanned_counter.fetch_add(scanned, Ordering::Relaxed);
+                return Err(ScanError::Stopped);
+            }
+        }
+        if alive.is_some_and(|a| a.is_deleted(doc)) {
+            doc = scorer.advance();
+            continue;
+        }
+        let created_at = created.first(doc).unwrap_or_default();
+        let doc_uid = uid.first(doc).unwrap_or_default();
+        if can_stop && top.len() == k {
+            let kth = top.peek().map_or(i64::MIN, |Reverse((r, _))| r.1);
+            if created_at < kth {
+                // Sorted segment: nothing from here on can enter the top;
+                // this match and the rest are only counted (and visited
+                // there).
+                scanned -= 1;
+                counting_only = true;
+                break;
+            }
+        }
+        if filter.accepts(created_at, doc_uid) {
+            counts[uid_source(doc_uid)] += 1;
+            let score = if request.sort == Sort::Relevance {
+                with_recency(scorer.score(), created_at, now)
+            } else {
+                0.0
+            };
+            let r = rank(request.sort, created_at, doc_uid, score);
+            if request.after.is_none_or(|after| r < after) {
+                if top.len() < k {
+                    top.push(Reverse((r, doc)));
+                } else if top.peek().is_some_and(|Reverse(min)| (r, doc) > *min) {
+                    top.pop();
+                    top.push(Reverse((r, doc)));
+                }
+            }
+        }
+        doc = scorer.advance();
+    }
+    if counting_only && known_total.is_none() {
+        let sources = doc_sources(doc_sources_cache, segment)?;
+        let counted = count_rest(
+            &mut *scorer,
+            range.end,
+            alive,
+            &sources,
+            filter.source,
+            &mut counts,
+            budget,
+        );
+        match counted {
+            Ok(visited) => scanned += visited,
+            Err(visited) => {
+                scanned_counter.fetch_add(scanned + visited, Ordering::Relaxed);
+                return Err(ScanError::Stopped);
+            }
+        }
+    }
+    scanned_counter.fetch_add(scanned, Ordering::Relaxed);
+    Ok(Partial {
+        counts: known_total.unwrap_or(counts),
+        top: top
+            .into_iter()
+            .map(|Reverse((r, doc))| (r, DocAddress::new(ord, doc)))
+            .collect(),
+    })
+}
+
+/// Counts the scorer's matches from its current document up to `end`, by
+/// source, in blocks: one call into the scorer per 64 matches, and one
+/// byte read per match for its source (`doc_sources`). For a keyword in
+/// most rows this loop is the whole cost of its first query. `end` is
+/// within the filter's time window (see `time_window`), so time needs no
+/// check here. The matches visited; `Err` when the budget ran out.
+pub(super) fn count_rest(
+    scorer: &mut dyn tantivy::query::Scorer,
+    end: DocId,
+    alive: Option<&tantivy::fastfield::AliveBitSet>,
+    sources: &[u8],
+    only_source: Option<SourceId>,
+    counts: &mut SourceCounts,
+    budget: &Budget,
+) -> std::result::Result<u64, u64> {
+    let mut docs = [0 as DocId; tantivy::COLLECT_BLOCK_BUFFER_LEN];
+    let only = only_source.map(|s| s.index() as u8);
+    let mut scanned = 0u64;
+    let mut since_look = 0u32;
+    while scorer.doc() < end {
+        let filled = scorer.fill_buffer(&mut docs);
+        // Sorted, so the ones before `end` come first.
+        let n = docs[..filled].partition_point(|&d| d < end);
+        scanned += n as u64;
+        for &doc in &docs[..n] {
+            if alive.is_some_and(|a| a.is_deleted(doc)) {
+                continue;
+            }
+            let source = sources[doc as usize];
+            if only.is_none_or(|s| s == source) {
+                counts[usize::from(source)] += 1;
+            }
+        }
+        if n < filled {
+            break;
+        }
+        since_look += n as u32;
+        if since_look >= BUDGET_EVERY_MATCHES {
+            since_look = 0;
+            if budget.exhausted() {
+                return Err(scanned);
+            }
+        }
+    }
+    Ok(scanned)
+}

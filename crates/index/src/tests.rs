@@ -1,0 +1,247 @@
+//! Writing, opening and refusing generations.
+
+use std::path::Path;
+
+use tantivy::Index;
+
+use chaja_core::model::Doc;
+use chaja_core::sources::{SourceId, Sources};
+
+use crate::disk::generation_path;
+use crate::generation::{generation_stamp, SOURCES_FILE};
+use crate::schema::build_schema;
+use crate::*;
+
+fn doc(id: i64, version: i64) -> Doc {
+    Doc {
+        source: SourceId::from_index(0),
+        key: chaja_core::model::Key::Int(id),
+        title: Some(format!("제목 {id}")),
+        body: vec![format!("본문 {version}")],
+        created_at: 1_000 + id,
+        attributes: vec![("author_id".to_owned(), chaja_core::model::AttrValue::Int(1))],
+    }
+}
+
+/// Upserts replace: after many rounds of overlapping upserts with
+/// commits in between, every row is in the index exactly once.
+#[test]
+fn upserts_never_leave_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let generation = create_generation(dir.path(), &chaja_core::sources::for_tests()).unwrap();
+    let mut writer = generation.writer(32 << 20).unwrap();
+    let mut version = 0;
+    for round in 0..150i64 {
+        for i in 0..40i64 {
+            let id = (i * 7 + round * 13) % 500;
+            version += 1;
+            writer.upsert(&doc(id, version)).unwrap();
+        }
+        writer.commit(round).unwrap();
+    }
+    // Merges run in the background: let them finish, then look.
+    writer.wait_merging_threads().unwrap();
+    generation.reader.reload().unwrap();
+    let duplicates = generation.duplicate_keys().unwrap();
+    assert!(duplicates.is_empty(), "duplicated keys: {duplicates:?}");
+    assert_eq!(generation.num_docs(), 500);
+}
+
+/// An index built for other sources is refused with a message that
+/// says what to run: documents store their source's position, so
+/// reading them under another list would mislabel every hit.
+#[test]
+fn an_index_of_other_sources_says_to_reindex() {
+    let dir = tempfile::tempdir().unwrap();
+    SearchIndex::open_or_create(dir.path(), &chaja_core::sources::for_tests()).unwrap();
+    let renamed = chaja_core::sources::ConfigFile::parse(
+        "[[source]]\nname = \"post\"\ntable = \"questions\"\nid = \"id\"\ncreated_at = \"created_at\"\nfields = [\"title\", \"content\"]",
+    )
+    .unwrap();
+    let err = refusal(
+        dir.path(),
+        renamed.sources.as_ref().unwrap(),
+        "another list of sources is refused",
+    );
+    assert!(
+        err.contains("chaja reindex") && err.contains("post"),
+        "{err}"
+    );
+    SearchIndex::open_or_create(dir.path(), &chaja_core::sources::for_tests()).unwrap();
+
+    // `chaja reindex` under the new config: its rebuild is served.
+    let renamed = renamed.sources.as_ref().unwrap();
+    let rebuilt = create_generation(dir.path(), renamed).unwrap();
+    rebuilt.writer(16 << 20).unwrap().commit(0).unwrap();
+    publish(dir.path(), rebuilt.id).unwrap();
+    drop(rebuilt);
+    assert!(SearchIndex::open_or_create(dir.path(), renamed).is_err());
+    let index = SearchIndex::open_for_serving(dir.path(), renamed).unwrap();
+    assert_eq!(index.live().id, 2);
+}
+
+/// A generation written by a version with other fields (here: one
+/// without `grams3`) is refused with the way out, and the server serves
+/// its rebuild in this version's layout.
+#[test]
+fn an_index_of_another_layout_says_to_reindex() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = chaja_core::sources::for_tests();
+    let old = generation_path(dir.path(), 1);
+    std::fs::create_dir_all(&old).unwrap();
+    let mut schema = tantivy::schema::Schema::builder();
+    for entry in build_schema().fields().map(|(_, entry)| entry.clone()) {
+        if entry.name() != "grams3" {
+            schema.add_field(entry);
+        }
+    }
+    Index::create_in_dir(&old, schema.build()).unwrap();
+    std::fs::write(old.join(SOURCES_FILE), generation_stamp(&sources)).unwrap();
+    make_current(dir.path(), 1).unwrap();
+    let err = refusal(dir.path(), &sources, "another layout is refused");
+    assert!(err.contains("chaja reindex"), "{err}");
+
+    let rebuilt = create_generation(dir.path(), &sources).unwrap();
+    rebuilt.writer(16 << 20).unwrap().commit(0).unwrap();
+    publish(dir.path(), rebuilt.id).unwrap();
+    drop(rebuilt);
+    let index = SearchIndex::open_for_serving(dir.path(), &sources).unwrap();
+    assert_eq!(index.live().id, 2);
+    drop(index);
+
+    // The same schema without the layout line (what an older version
+    // wrote) is refused too.
+    std::fs::write(
+        generation_path(dir.path(), 2).join(SOURCES_FILE),
+        sources.stamp(),
+    )
+    .unwrap();
+    let err = refusal(
+        dir.path(),
+        &sources,
+        "a stamp without the layout line is refused",
+    );
+    assert!(
+        err.contains("chaja reindex") && err.contains("another layout"),
+        "{err}"
+    );
+}
+
+/// Why opening the index under `root` for `sources` fails; `why` says
+/// what should have made it fail.
+fn refusal(root: &Path, sources: &Sources, why: &str) -> String {
+    SearchIndex::open_or_create(root, sources)
+        .err()
+        .expect(why)
+        .to_string()
+}
+
+/// An index holding one row of this title and these body fields.
+fn one_row(title: Option<&str>, body: &[&str]) -> (tempfile::TempDir, Generation) {
+    let dir = tempfile::tempdir().unwrap();
+    let generation = create_generation(dir.path(), &chaja_core::sources::for_tests()).unwrap();
+    let mut writer = generation.writer(32 << 20).unwrap();
+    let mut d = doc(1, 1);
+    d.title = title.map(str::to_owned);
+    d.body = body.iter().map(|b| b.to_string()).collect();
+    writer.upsert(&d).unwrap();
+    writer.commit(1).unwrap();
+    generation.reader.reload().unwrap();
+    (dir, generation)
+}
+
+/// The total of query `q`.
+fn total_of(generation: &Generation, q: &str) -> u64 {
+    use crate::search::{search, Request};
+    let request = Request::newest_first(chaja_core::text::parse_query(q), 1);
+    search(generation, &request).unwrap().total
+}
+
+/// A keyword never matches across two body fields, as `LIKE` on each
+/// column would not: `스프링` ends one field and `링부트` starts the next.
+#[test]
+fn no_match_spans_two_body_fields() {
+    let (_dir, generation) = one_row(None, &["설정 스프링", "링부트 끝"]);
+    let total = |q: &str| total_of(&generation, q);
+    assert_eq!(total("스프링"), 1);
+    assert_eq!(total("링부트"), 1);
+    for across in ["스프링부트", "링링", "링링부", "정 스프링링부트"] {
+        assert_eq!(total(across), 0, "{across}");
+    }
+}
+
+/// Nor across the title and the first body field, which the gram
+/// fields index as one value; each keyword class (1–4 characters as
+/// one term, longer as a phrase) finds what each field holds, at
+/// either end.
+#[test]
+fn no_match_spans_title_and_body() {
+    let (_dir, generation) = one_row(Some("스프링"), &["부트 설정법"]);
+    let total = |q: &str| total_of(&generation, q);
+    for within in [
+        "스",
+        "링",
+        "스프",
+        "스프링",
+        "부트",
+        "부트 설",
+        "부트 설정",
+        "부트 설정법",
+        "정법",
+    ] {
+        assert_eq!(total(within), 1, "{within}");
+    }
+    for across in [
+        "링부",
+        "링부트",
+        "프링부트",
+        "스프링부트",
+        "\"스프링 부트\"",
+        "\"링 부\"",
+    ] {
+        assert_eq!(total(across), 0, "{across}");
+    }
+}
+
+/// Per-segment totals are reused only while the segment's deletes stay
+/// the same: after a delete the total is counted again.
+#[test]
+fn cached_segment_totals_follow_deletes() {
+    use crate::search::{search, Request};
+    let dir = tempfile::tempdir().unwrap();
+    let generation = create_generation(dir.path(), &chaja_core::sources::for_tests()).unwrap();
+    let mut writer = generation.writer(32 << 20).unwrap();
+    for id in 1..=5 {
+        let mut d = doc(id, 1);
+        d.body = vec!["설정을 바꿨습니다".to_owned()];
+        writer.upsert(&d).unwrap();
+    }
+    writer.commit(1).unwrap();
+    generation.reader.reload().unwrap();
+    let request = Request::newest_first(chaja_core::text::parse_query("바꿨습니다"), 2);
+    assert_eq!(search(&generation, &request).unwrap().total, 5);
+    generation.totals.run_pending_tasks();
+    let segments = generation.reader.searcher().segment_readers().len() as u64;
+    assert_eq!(
+        generation.totals.entry_count(),
+        segments,
+        "one total per segment"
+    );
+    assert_eq!(search(&generation, &request).unwrap().total, 5);
+    writer.delete(SourceId::from_index(0), "3");
+    writer.commit(2).unwrap();
+    generation.reader.reload().unwrap();
+    let response = search(&generation, &request).unwrap();
+    assert_eq!(response.total, 4);
+    assert_eq!(
+        response
+            .hits
+            .iter()
+            .map(|h| h.key.clone())
+            .collect::<Vec<_>>(),
+        [
+            chaja_core::model::Key::Int(5),
+            chaja_core::model::Key::Int(4)
+        ]
+    );
+}

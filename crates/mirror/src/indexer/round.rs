@@ -1,0 +1,257 @@
+//! One round of the tail: check the gaps that are due, read the next
+//! changes and the rows they name in one transaction, apply, commit.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use chaja_core::model::Doc;
+use chaja_core::sources::{SourceId, Sources};
+use chaja_index::{Checkpoint, DocWriter, Generation};
+use chaja_store::outbox::{self, OutboxRow};
+
+use super::position::{Position, MAX_GAP_RUNS};
+use super::Indexer;
+use crate::Result;
+
+/// Loads the current state of `ids` on `conn` into `work`: the row, or
+/// `None` (delete) for a row that is gone.
+pub(super) async fn load_into(
+    work: &mut Work,
+    conn: &mut sqlx::AnyConnection,
+    sources: &Sources,
+    keys: BTreeMap<SourceId, BTreeSet<String>>,
+) -> Result<()> {
+    for (source, keys) in keys {
+        let keys: Vec<String> = keys.into_iter().collect();
+        let docs = chaja_store::rows::load_docs(conn, sources, source, &keys).await?;
+        let mut docs: BTreeMap<String, Doc> = docs.into_iter().map(|d| (d.key.text(), d)).collect();
+        for key in keys {
+            let doc = docs.remove(&key);
+            work.push((source, key, doc));
+        }
+    }
+    Ok(())
+}
+
+/// Outbox ids committed on the primary.
+#[derive(Default)]
+pub(super) struct Committed(BTreeSet<i64>);
+
+impl Committed {
+    pub(super) fn contains(&self, first: i64, last: i64) -> bool {
+        self.0.range(first..=last).next().is_some()
+    }
+}
+
+/// Rows to upsert (`Some`) or delete (`None`).
+pub(super) type Work = Vec<(SourceId, String, Option<Doc>)>;
+
+/// One batch read from the database.
+pub(super) struct Batch {
+    /// Every outbox row read: new ones and filled gaps.
+    pub(super) rows: Vec<OutboxRow>,
+    /// How many were new (after `high`): a full batch means more is waiting.
+    pub(super) new: usize,
+    pub(super) work: Work,
+}
+
+/// A generation being kept in step with the outbox: the live one, or a
+/// rebuilt one catching up before it is swapped in.
+pub(super) struct Tail {
+    pub(super) generation: Arc<Generation>,
+    /// On loan to a blocking thread during a commit.
+    pub(super) writer: Option<DocWriter>,
+    pub(super) position: Position,
+    /// Rows to reload in the next round whatever the outbox says.
+    pub(super) heal: Vec<(SourceId, String)>,
+}
+
+/// What a round did.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Round {
+    /// Outbox rows read after `high`.
+    pub(super) new: usize,
+    /// Documents changed.
+    pub(super) changed: bool,
+}
+
+impl Indexer {
+    /// The next changes, the gaps re-read, and the current state of their
+    /// rows, in one transaction: every row state is then at least as new as
+    /// the outbox rows that point at it. Separate statements on pooled
+    /// connections could each see a different snapshot, and an older row
+    /// read after a newer outbox row would be recorded as applied.
+    pub(super) async fn read_batch(
+        &self,
+        position: &Position,
+        heal: &[(SourceId, String)],
+    ) -> Result<Batch> {
+        let mut tx = self.read.pool.begin().await?;
+        let mut rows = if position.gaps.len() < MAX_GAP_RUNS {
+            outbox::changes_after(&mut tx, position.high, self.config.batch).await?
+        } else {
+            tracing::warn!(
+                gaps = position.gaps.len(),
+                "too many open outbox gaps; reading no new changes until they resolve"
+            );
+            Vec::new()
+        };
+        let new = rows.len();
+        if !position.gaps.is_empty() {
+            rows.extend(outbox::changes_in_ranges(&mut tx, &position.ranges()).await?);
+        }
+        let sources = self.index.sources();
+        let mut ids: BTreeMap<SourceId, BTreeSet<String>> = BTreeMap::new();
+        let mut unknown = 0u64;
+        for row in &rows {
+            let source = row
+                .change
+                .as_ref()
+                .and_then(|c| Some((sources.by_name(&c.entity_type)?, &c.key)));
+            match source {
+                Some((source, key)) => {
+                    ids.entry(source).or_default().insert(key.clone());
+                }
+                None => unknown += 1,
+            }
+        }
+        if unknown > 0 {
+            // Skipped, not re-read forever: the position moves past them.
+            tracing::warn!(
+                count = unknown,
+                "skipping outbox rows of a source not in the config, or without a key"
+            );
+            metrics::counter!("outbox_unknown_rows_total").increment(unknown);
+        }
+        // Rows indexed twice are reloaded as they are now. A replica may be
+        // behind what the index already holds (a rebuild scans the
+        // primary), and their changes are not read again: load them from
+        // the primary, after this batch's rows.
+        let mut healing: BTreeMap<SourceId, BTreeSet<String>> = BTreeMap::new();
+        for (source, key) in heal {
+            let set = if self.replica { &mut healing } else { &mut ids };
+            set.entry(*source).or_default().insert(key.clone());
+        }
+        let mut work: Work = Vec::new();
+        load_into(&mut work, &mut tx, sources, ids).await?;
+        tx.commit().await?;
+        if !healing.is_empty() {
+            let mut primary = self.db.pool.begin().await?;
+            load_into(&mut work, &mut primary, sources, healing).await?;
+            primary.commit().await?;
+        }
+        Ok(Batch { rows, new, work })
+    }
+
+    /// The outbox ids in `ranges` that the primary has committed, when rows
+    /// are read from a replica (which may not have them yet). Reading from
+    /// the primary itself, none need waiting for: the read that follows
+    /// sees what the settling check saw.
+    pub(super) async fn on_primary(&self, ranges: &[(i64, i64)]) -> Result<Committed> {
+        if !self.replica {
+            return Ok(Committed::default());
+        }
+        let mut conn = self.db.pool.acquire().await?;
+        let rows = outbox::changes_in_ranges(&mut conn, ranges).await?;
+        Ok(Committed(rows.iter().map(|r| r.seq).collect()))
+    }
+
+    /// One batch on one tail: check gaps that are due, read, apply, commit.
+    pub(super) async fn round(&self, tail: &mut Tail) -> Result<Round> {
+        let mut next = tail.position.clone();
+        let now = Instant::now();
+        let due = next.due(now);
+        // One locking read for all of them, and one per gap only when some
+        // transaction still holds one.
+        if !due.is_empty() && outbox::ranges_settled(&self.db, &due).await? {
+            let replicated = self.on_primary(&due).await?;
+            for (first, last) in &due {
+                next.checked(*first, !replicated.contains(*first, *last), now);
+            }
+        } else {
+            for (first, last) in due {
+                let settled = outbox::ranges_settled(&self.db, &[(first, last)]).await?
+                    && !self
+                        .on_primary(&[(first, last)])
+                        .await?
+                        .contains(first, last);
+                next.checked(first, settled, now);
+            }
+        }
+        let batch = self.read_batch(&next, &tail.heal).await?;
+        let now = Instant::now();
+        next.applied(&batch.rows, now);
+        let forgotten = next.settle(self.config.gap_grace, now);
+        if !forgotten.is_empty() {
+            tracing::info!(runs = ?forgotten, "outbox ids whose transactions ended without them: rolled back");
+        }
+        let round = Round {
+            new: batch.new,
+            changed: !batch.work.is_empty(),
+        };
+        let moved = next.committed != tail.position.committed || next.high != tail.position.high;
+        if !round.changed && !moved {
+            // Nothing to make durable: gap bookkeeping is re-derived after a
+            // restart from the last checkpoint.
+            tail.position = next;
+            return Ok(round);
+        }
+        let checkpoint = next.checkpoint();
+        let mut writer = tail.writer.take().expect("writer present between rounds");
+        let generation = tail.generation.clone();
+        let work = batch.work;
+        let span = tracing::debug_span!(
+            "index_commit",
+            changes = work.len(),
+            outbox_seq = checkpoint.outbox_seq
+        );
+        let joined = tokio::task::spawn_blocking(move || {
+            let _enter = span.enter();
+            let result = apply(&mut writer, &generation, &work, &checkpoint);
+            (writer, result)
+        })
+        .await;
+        let (writer, result) = match joined {
+            Ok(done) => done,
+            Err(join) => panic!("index writer thread panicked: {join}"),
+        };
+        tail.writer = Some(writer);
+        result?;
+        tail.position = next;
+        tail.heal.clear();
+        if Arc::ptr_eq(&tail.generation, &self.index.live()) {
+            self.handle.progress.committed(tail.position.committed);
+            if round.changed {
+                self.handle.progress.changed();
+            }
+        }
+        Ok(round)
+    }
+}
+
+/// Drops a tail's writer on a blocking thread: it joins tantivy's threads.
+pub(super) async fn close(tail: Tail) {
+    let _ = tokio::task::spawn_blocking(move || drop(tail)).await;
+}
+
+/// Applies changes and commits them with `checkpoint`; blocking.
+pub(super) fn apply(
+    writer: &mut DocWriter,
+    generation: &Generation,
+    work: &[(SourceId, String, Option<Doc>)],
+    checkpoint: &Checkpoint,
+) -> Result<()> {
+    let started = Instant::now();
+    for (source, key, doc) in work {
+        match doc {
+            Some(doc) => writer.upsert(doc)?,
+            None => writer.delete(*source, key),
+        }
+    }
+    writer.commit_checkpoint(checkpoint)?;
+    generation.reader.reload()?;
+    metrics::histogram!("index_commit_seconds").record(started.elapsed().as_secs_f64());
+    metrics::counter!("index_changes_applied_total").increment(work.len() as u64);
+    Ok(())
+}
