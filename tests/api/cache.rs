@@ -4,15 +4,16 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use serde_json::Value;
 
 use chaja_mirror::Progress;
 use chaja_search::cache::{Answer, CacheSettings, RedisTier, SearchCache};
 use chaja_search::trending::{Trend, Trending, Window};
-use serde_json::Value;
 
 use crate::both_stores;
-use crate::helpers::{redis_url, spawn_app_with, RedisServer, Store, TestApp};
+use crate::helpers::{redis_url, spawn_app_with, wait_until, RedisServer, Store, TestApp};
 
 both_stores!(
     answers_are_cached_until_the_index_moves,
@@ -86,9 +87,11 @@ async fn redis_keeps_answers_across_a_restart(store: Store) {
     // Asked for twice, so hot: written to Redis (off the request path).
     assert_eq!(app.search("공유", "").await["cache"]["hit"], true);
     let prefix = app.args.cache.cache_prefix.clone();
-    wait_for("the answer in redis", || async {
-        redis_keys(&prefix, "search:v3:").await.len() == 1
-    })
+    wait_until(
+        Duration::from_secs(30),
+        "the answer never reached redis",
+        || async { redis_keys(&prefix, "search:v3:").await.len() == 1 },
+    )
     .await;
     // A new process has an empty L1; the answer comes from Redis, younger
     // than max_stale. (Index versions are never shared between processes.)
@@ -116,18 +119,6 @@ async fn searches_answer_when_redis_is_unreachable(store: Store) {
     // L1 still works.
     assert_eq!(app.search("레디스", "").await["cache"]["hit"], true);
     app.finish().await;
-}
-
-async fn wait_for<F, Fut>(what: &str, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !condition().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Redis keys under `{prefix}:{kind}`, found with SCAN as chaja never uses KEYS.
@@ -238,15 +229,19 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
         .collect();
     tokio::time::sleep(Duration::from_millis(500)).await;
     redis.stop();
-    wait_for("the breaker to open", || async {
-        redis_state(&app).await == "open"
-    })
+    wait_until(
+        Duration::from_secs(30),
+        "the breaker never opened",
+        || async { redis_state(&app).await == "open" },
+    )
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let _redis = RedisServer::start_on(redis.port);
-    wait_for("the breaker to close", || async {
-        redis_state(&app).await == "closed"
-    })
+    wait_until(
+        Duration::from_secs(30),
+        "the breaker never closed",
+        || async { redis_state(&app).await == "closed" },
+    )
     .await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut statuses = Vec::new();
@@ -347,9 +342,11 @@ async fn one_recompute_across_replicas(url: &str) {
     // Warm: computed on a, hot, so in Redis; b finds it there.
     get(a.clone(), release.clone()).await;
     get(a.clone(), release.clone()).await;
-    wait_for("the answer in redis", || async {
-        in_l2(url, &prefix, hot().as_str())
-    })
+    wait_until(
+        Duration::from_secs(30),
+        "the answer never reached redis",
+        || async { in_l2(url, &prefix, hot().as_str()) },
+    )
     .await;
     assert!(get(b.clone(), release.clone()).await.1.hit);
     assert_eq!((a.computations(), b.computations()), (1, 0));
@@ -472,7 +469,7 @@ async fn trending_over_http(redis: bool) {
         .await;
     app.wait_indexed().await;
     let client = |addr: &str| {
-        reqwest::Client::builder()
+        crate::http_client::Client::builder()
             .local_address(ip(addr))
             .build()
             .unwrap()
@@ -482,7 +479,7 @@ async fn trending_over_http(redis: bool) {
         client("127.0.0.3"),
         client("127.0.0.4"),
     );
-    let search = |client: &reqwest::Client, q: &str, extra: &str| {
+    let search = |client: &crate::http_client::Client, q: &str, extra: &str| {
         let url = app.url(&format!("/api/search?q={q}{extra}"));
         let request = client.get(url).send();
         async move { assert_eq!(request.await.unwrap().status(), 200) }

@@ -461,14 +461,14 @@ impl std::fmt::Display for Found {
 
 #[derive(Clone)]
 struct Http {
-    client: reqwest::Client,
+    client: crate::http_client::Client,
     base: String,
 }
 
 impl Http {
     fn new(port: u16) -> Http {
         Http {
-            client: reqwest::Client::builder()
+            client: crate::http_client::Client::builder()
                 .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap(),

@@ -4,16 +4,15 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest::StatusCode;
 use serde_json::Value;
-use sqlx::Connection;
 
 use chaja_mirror::reindex::{self, reindex};
 use chaja_mirror::MirrorError;
 use chaja_store::outbox;
 
 use crate::both_stores;
-use crate::helpers::{spawn_app_with, Store, TestApp};
+use crate::helpers::{exec, spawn_app_with, wait_until, Store, TestApp};
+use crate::http_client::StatusCode;
 
 both_stores!(
     rows_written_during_a_rebuild_never_vanish_at_the_swap,
@@ -25,38 +24,12 @@ both_stores!(
     a_restart_before_the_swap_serves_the_caught_up_generation,
 );
 
-fn mysql_url(app: &TestApp) -> String {
-    app.args.store.database_url.clone()
-}
-
-/// A transaction on its own connection, held open by the test.
-async fn open_transaction(app: &TestApp) -> sqlx::MySqlConnection {
-    let mut conn = sqlx::MySqlConnection::connect(&mysql_url(app))
-        .await
-        .unwrap();
-    exec(&mut conn, "BEGIN").await;
-    conn
-}
-
-/// Plain text protocol: `BEGIN` and `COMMIT` cannot be prepared.
-async fn exec(conn: &mut sqlx::MySqlConnection, sql: &str) {
-    sqlx::raw_sql(sql).execute(&mut *conn).await.unwrap();
-}
-
 /// Polls `q`'s total until it is `want`, for at most `within`.
 async fn wait_total(app: &TestApp, q: &str, want: u64, within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let total = app.search(q, "").await["total"].as_u64().unwrap();
-        if total == want {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{q:?}: total {total}, wanted {want} within {within:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(within, &format!("{q:?} did not find {want}"), || async {
+        app.search(q, "").await["total"].as_u64() == Some(want)
+    })
+    .await;
 }
 
 /// `n` questions titled `"{prefix} {i}"` in one transaction, by plain SQL.
@@ -85,11 +58,13 @@ async fn publish_empty_rebuild(root: std::path::PathBuf) -> u64 {
 }
 
 async fn wait_for_generation(app: &TestApp, id: u64) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while app.state.search.index.live().id != id {
-        assert!(Instant::now() < deadline, "generation {id} never went live");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let index = &app.state.search.index;
+    wait_until(
+        Duration::from_secs(30),
+        &format!("generation {id} never went live"),
+        || async { index.live().id == id },
+    )
+    .await;
 }
 
 /// A transaction that stays open past the gap grace period and then
@@ -103,27 +78,22 @@ async fn a_transaction_open_past_the_grace_is_applied_when_it_commits() {
     })
     .await;
     let user = app.create_user("u").await;
-    let mut long = open_transaction(&app).await;
-    exec(
-        &mut long,
-        &format!(
+    let mut long = app
+        .open_transaction(Some(&format!(
             "INSERT INTO questions (author_id, title, content) VALUES ({user}, '늦은커밋', '본문')"
-        ),
-    )
-    .await;
+        )))
+        .await;
     // A later id commits first: the open one is a gap.
     app.create_question(user, "먼저커밋", "본문").await;
     wait_total(&app, "먼저커밋", 1, Duration::from_secs(10)).await;
     // Past the grace the recorded position moves on...
     let behind = outbox::max_seq(app.db()).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while app.state.mirror.progress.applied_seq() < behind {
-        assert!(
-            Instant::now() < deadline,
-            "position never passed the late gap"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(
+        Duration::from_secs(10),
+        "position never passed the late gap",
+        || async { app.state.mirror.progress.applied_seq() >= behind },
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     // The gap's checks find its row locked: a wait, not a failure.
     let (status, body) = app.get("/readyz").await;
@@ -148,23 +118,12 @@ async fn a_delete_committed_after_a_rebuild_scanned_its_row_is_applied() {
     let user = app.create_user("u").await;
     let doomed = app.create_question(user, "삭제대상", "본문").await;
     app.wait_indexed().await;
-    let mut deleting = open_transaction(&app).await;
-    exec(
-        &mut deleting,
-        &format!("DELETE FROM questions WHERE id = {doomed}"),
-    )
-    .await;
+    let mut deleting = app
+        .open_transaction(Some(&format!("DELETE FROM questions WHERE id = {doomed}")))
+        .await;
     app.create_question(user, "나중글", "본문").await;
     wait_total(&app, "나중글", 1, Duration::from_secs(10)).await;
-    let rebuilt = reindex(
-        app.db(),
-        app.state.search.index.sources(),
-        &app.index_dir(),
-        32 << 20,
-        false,
-    )
-    .await
-    .unwrap();
+    let rebuilt = app.reindex().await.unwrap();
     wait_for_generation(&app, rebuilt.generation).await;
     assert_eq!(app.search("삭제대상", "").await["total"], 1);
     exec(&mut deleting, "COMMIT").await;
@@ -182,14 +141,11 @@ async fn cached_answers_follow_commits_while_a_gap_holds_the_position() {
     })
     .await;
     let user = app.create_user("u").await;
-    let mut open = open_transaction(&app).await;
-    exec(
-        &mut open,
-        &format!(
+    let mut open = app
+        .open_transaction(Some(&format!(
             "INSERT INTO questions (author_id, title, content) VALUES ({user}, '구멍', '본문')"
-        ),
-    )
-    .await;
+        )))
+        .await;
     app.create_question(user, "캐시갭 하나", "본문").await;
     wait_total(&app, "캐시갭", 1, Duration::from_secs(10)).await;
     let held = app.state.mirror.progress.applied_seq();
@@ -243,15 +199,7 @@ async fn a_rebuild_at_an_unchanged_position_replaces_cached_answers(store: Store
         "UPDATE questions SET title = '다시 색인' WHERE id = {q}"
     ))
     .await;
-    let rebuilt = reindex(
-        app.db(),
-        app.state.search.index.sources(),
-        &app.index_dir(),
-        32 << 20,
-        false,
-    )
-    .await
-    .unwrap();
+    let rebuilt = app.reindex().await.unwrap();
     wait_for_generation(&app, rebuilt.generation).await;
     let after = app.search("재색인", "").await;
     assert_eq!(after["total"], 0, "{after}");
@@ -324,32 +272,21 @@ async fn only_one_reindex_runs_at_a_time(store: Store) {
     let orphan = app.index_dir().join("gen-000999");
     std::fs::create_dir_all(&orphan).unwrap();
     let held = reindex::lock(&app.index_dir()).await.unwrap();
-    let second = reindex(
-        app.db(),
-        app.state.search.index.sources(),
-        &app.index_dir(),
-        32 << 20,
-        false,
-    )
-    .await;
+    let second = app.reindex().await;
     assert!(
         matches!(second, Err(MirrorError::RebuildRunning)),
         "{second:?}"
     );
     let (status, body) = app
-        .send(reqwest::Method::POST, "/api/admin/reindex", Value::Null)
+        .send(
+            crate::http_client::Method::POST,
+            "/api/admin/reindex",
+            Value::Null,
+        )
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     drop(held);
-    let rebuilt = reindex(
-        app.db(),
-        app.state.search.index.sources(),
-        &app.index_dir(),
-        32 << 20,
-        false,
-    )
-    .await
-    .unwrap();
+    let rebuilt = app.reindex().await.unwrap();
     assert!(!orphan.exists(), "the orphan generation was not removed");
     wait_for_generation(&app, rebuilt.generation).await;
     assert_eq!(app.search("잠금", "").await["total"], 1);
@@ -392,11 +329,12 @@ async fn a_rebuild_holds_back_pruning_until_it_is_adopted(store: Store) {
     let replica = app.spawn_replica_on(other.path().join("index")).await;
     replica.wait_indexed().await;
     assert_eq!(replica.search("보류", "").await["total"], 11);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while outbox::pruned_through(app.db()).await.unwrap() <= rebuilt.outbox_seq {
-        assert!(Instant::now() < deadline, "the hold was never released");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until(
+        Duration::from_secs(20),
+        "the hold was never released",
+        || async { outbox::pruned_through(app.db()).await.unwrap() > rebuilt.outbox_seq },
+    )
+    .await;
     replica.finish().await;
     app.finish().await;
 }
@@ -452,13 +390,13 @@ async fn readyz_fails_while_the_indexer_is_stuck() {
         a.mirror.housekeeping = std::time::Duration::from_millis(100)
     })
     .await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while outbox_replicas(&app).await == 0 {
-        assert!(Instant::now() < deadline, "no heartbeat");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let mut lock = open_transaction(&app).await;
-    exec(&mut lock, "SELECT * FROM search_replicas FOR UPDATE").await;
+    wait_until(Duration::from_secs(10), "no heartbeat", || async {
+        outbox_replicas(&app).await != 0
+    })
+    .await;
+    let mut lock = app
+        .open_transaction(Some("SELECT * FROM search_replicas FOR UPDATE"))
+        .await;
     let deadline = Instant::now() + chaja_mirror::STUCK_AFTER + Duration::from_secs(15);
     loop {
         let (status, body) = app.get("/readyz").await;
@@ -470,11 +408,10 @@ async fn readyz_fails_while_the_indexer_is_stuck() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     exec(&mut lock, "ROLLBACK").await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while app.get("/readyz").await.0 != StatusCode::OK {
-        assert!(Instant::now() < deadline, "never ready again");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(Duration::from_secs(10), "never ready again", || async {
+        app.get("/readyz").await.0 == StatusCode::OK
+    })
+    .await;
     app.finish().await;
 }
 
@@ -498,14 +435,11 @@ async fn pruning_never_takes_the_row_of_a_transaction_still_open() {
     })
     .await;
     let user = app.create_user("u").await;
-    let mut long = open_transaction(&app).await;
-    exec(
-        &mut long,
-        &format!(
+    let mut long = app
+        .open_transaction(Some(&format!(
             "INSERT INTO questions (author_id, title, content) VALUES ({user}, '오래열림', '본문')"
-        ),
-    )
-    .await;
+        )))
+        .await;
     app.create_question(user, "뒤에커밋", "본문").await;
     wait_total(&app, "뒤에커밋", 1, Duration::from_secs(10)).await;
     // Late, and pruned around for a while.
@@ -544,14 +478,11 @@ async fn a_restart_before_the_swap_serves_the_caught_up_generation(store: Store)
 async fn a_gap_is_held_exactly_while_its_transaction_is_open() {
     let app = spawn_app_with(Store::MySql, |_| {}).await;
     let user = app.create_user("u").await;
-    let mut open = open_transaction(&app).await;
-    exec(
-        &mut open,
-        &format!(
+    let mut open = app
+        .open_transaction(Some(&format!(
             "INSERT INTO questions (author_id, title, content) VALUES ({user}, '열림', '본문')"
-        ),
-    )
-    .await;
+        )))
+        .await;
     let seq: i64 = sqlx::query_scalar("SELECT CAST(MAX(seq) AS SIGNED) FROM search_outbox")
         .fetch_one(&mut open)
         .await

@@ -2,13 +2,13 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest::StatusCode;
 use serde_json::json;
 
 use chaja_mirror::verify::verify;
 
 use crate::both_stores;
-use crate::helpers::{spawn_app, spawn_app_with, PrivateMariaDb, Store};
+use crate::helpers::{spawn_app, spawn_app_with, wait_until, PrivateMariaDb, Store};
+use crate::http_client::StatusCode;
 
 both_stores!(
     a_row_inserted_and_deleted_before_indexing_never_shows,
@@ -27,14 +27,7 @@ async fn a_row_inserted_and_deleted_before_indexing_never_shows(store: Store) {
         .await;
     app.wait_indexed().await;
     assert_eq!(app.search("잠깐", "").await["total"], 0);
-    assert!(verify(
-        app.db(),
-        app.state.search.index.sources(),
-        app.state.search.index.live()
-    )
-    .await
-    .unwrap()
-    .is_clean());
+    app.assert_clean().await;
     app.finish().await;
 }
 
@@ -53,14 +46,7 @@ async fn a_thousand_updates_to_one_row_end_in_its_last_version(store: Store) {
     assert_eq!(hits["total"], 1);
     assert_eq!(app.search("\"버전 1000\"", "").await["total"], 1);
     assert_eq!(app.search("\"버전 999\"", "").await["total"], 0);
-    assert!(verify(
-        app.db(),
-        app.state.search.index.sources(),
-        app.state.search.index.live()
-    )
-    .await
-    .unwrap()
-    .is_clean());
+    app.assert_clean().await;
     app.finish().await;
 }
 
@@ -115,14 +101,12 @@ async fn mariadb_down_searches_answer_writes_503_and_nothing_is_lost() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "database_unavailable");
     // Readiness comes from a check once a second (see `mirror::health`).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while app.get("/readyz").await.0 != StatusCode::SERVICE_UNAVAILABLE {
-        assert!(
-            Instant::now() < deadline,
-            "readyz never saw the database down"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(
+        Duration::from_secs(10),
+        "readyz never saw the database down",
+        || async { app.get("/readyz").await.0 == StatusCode::SERVICE_UNAVAILABLE },
+    )
+    .await;
 
     mariadb.start().await;
     // The pool reconnects and the indexer catches up.
@@ -145,13 +129,6 @@ async fn mariadb_down_searches_answer_writes_503_and_nothing_is_lost() {
     }
     app.wait_indexed().await;
     assert_eq!(app.search("장애", "").await["total"], 2);
-    assert!(verify(
-        app.db(),
-        app.state.search.index.sources(),
-        app.state.search.index.live()
-    )
-    .await
-    .unwrap()
-    .is_clean());
+    app.assert_clean().await;
     app.finish().await;
 }

@@ -6,11 +6,13 @@ use std::time::{Duration, Instant};
 
 use chaja::app::App;
 use chaja::config::{CacheArgs, DemoArgs, KeyArgs, LimitArgs, MirrorArgs, ServeArgs, StoreArgs};
-use chaja_http::AppState;
-use chaja_store::{outbox, Db};
-use reqwest::StatusCode;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use chaja_http::AppState;
+use chaja_store::{outbox, Db};
+
+use crate::http_client::{Method, RequestBuilder, StatusCode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Store {
@@ -51,6 +53,26 @@ pub fn ko_dic() -> std::path::PathBuf {
     )
 }
 
+/// Polls `holds` every 20 ms until it is true; fails the test with `what`
+/// (what did not happen) after `within`.
+pub async fn wait_until<F, Fut>(within: Duration, what: &str, mut holds: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + within;
+    while !holds().await {
+        assert!(Instant::now() < deadline, "after {within:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Runs `sql` on `conn` in the plain text protocol: `BEGIN` and `COMMIT`
+/// cannot be prepared.
+pub async fn exec(conn: &mut sqlx::MySqlConnection, sql: &str) {
+    sqlx::raw_sql(sql).execute(&mut *conn).await.unwrap();
+}
+
 /// Percent-encodes a query value (every byte but ASCII letters and digits).
 pub fn urlencode(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
@@ -68,7 +90,7 @@ fn mysql_server() -> String {
 
 pub struct TestApp {
     pub addr: SocketAddr,
-    pub client: reqwest::Client,
+    pub client: crate::http_client::Client,
     pub state: AppState,
     pub args: ServeArgs,
     shutdown: CancellationToken,
@@ -271,7 +293,7 @@ async fn start(args: ServeArgs, fixture: Fixture) -> TestApp {
     }
     TestApp {
         addr,
-        client: reqwest::Client::new(),
+        client: crate::http_client::Client::new(),
         state,
         args,
         shutdown,
@@ -301,7 +323,7 @@ impl TestApp {
 
     pub async fn send(
         &self,
-        method: reqwest::Method,
+        method: crate::http_client::Method,
         path: &str,
         body: Value,
     ) -> (StatusCode, Value) {
@@ -317,7 +339,8 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        self.send(reqwest::Method::POST, path, body).await
+        self.send(crate::http_client::Method::POST, path, body)
+            .await
     }
 
     /// Searches with extra query parameters; panics unless 200.
@@ -380,15 +403,53 @@ impl TestApp {
 
     /// Waits until every outbox row written so far is searchable.
     pub async fn wait_indexed(&self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
         let target = outbox::max_seq(self.db()).await.unwrap();
-        while self.state.mirror.progress.applied_seq() < target {
-            assert!(
-                Instant::now() < deadline,
-                "indexer did not reach outbox seq {target}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        let progress = &self.state.mirror.progress;
+        wait_until(
+            Duration::from_secs(20),
+            &format!("the indexer did not reach outbox seq {target}"),
+            || async { progress.applied_seq() >= target },
+        )
+        .await;
+    }
+
+    /// A rebuild beside the live index, as `chaja reindex` runs it (the
+    /// server then catches it up and swaps it in).
+    pub async fn reindex(&self) -> chaja_mirror::Result<chaja_mirror::reindex::Rebuilt> {
+        let sources = self.state.search.index.sources();
+        chaja_mirror::reindex::reindex(self.db(), sources, &self.index_dir(), 32 << 20, false).await
+    }
+
+    /// Fails unless `verify` finds the tables and the index alike.
+    pub async fn assert_clean(&self) {
+        let index = &self.state.search.index;
+        let report = chaja_mirror::verify::verify(self.db(), index.sources(), index.live())
+            .await
+            .unwrap();
+        assert!(report.is_clean(), "{report:?}");
+    }
+
+    /// A request as a trusted proxy on loopback sends it for `client`
+    /// (`X-Forwarded-For`): how tests tell clients apart.
+    pub fn forwarded(&self, method: Method, path: &str, client: &str) -> RequestBuilder {
+        self.client
+            .request(method, self.url(path))
+            .header("x-forwarded-for", client)
+    }
+
+    /// A MySQL transaction on a connection of its own, held open by the
+    /// test until it sends `COMMIT` or `ROLLBACK` ([`exec`]); `sql`, if
+    /// any, already ran in it.
+    pub async fn open_transaction(&self, sql: Option<&str>) -> sqlx::MySqlConnection {
+        use sqlx::Connection;
+        let mut conn = sqlx::MySqlConnection::connect(&self.args.store.database_url)
+            .await
+            .unwrap();
+        exec(&mut conn, "BEGIN").await;
+        if let Some(sql) = sql {
+            exec(&mut conn, sql).await;
         }
+        conn
     }
 
     /// A second server on the same database with its own index directory,
@@ -480,7 +541,7 @@ pub fn free_port() -> u16 {
 /// Waits until a server started on `base` (`http://127.0.0.1:port`)
 /// answers `/healthz`; fails after 30 s.
 pub async fn wait_until_serving(base: &str) {
-    let client = reqwest::Client::new();
+    let client = crate::http_client::Client::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     while client.get(format!("{base}/healthz")).send().await.is_err() {
         assert!(Instant::now() < deadline, "server at {base} did not start");

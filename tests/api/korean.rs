@@ -4,12 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use chaja_index::morph;
 use serde_json::Value;
 
+use chaja_index::morph;
+
 use crate::helpers::{
-    dictionary_with_user_words, free_port, ko_dic, spawn_app, spawn_app_with, wait_until_serving,
-    Server, Store,
+    dictionary_with_user_words, free_port, ko_dic, spawn_app, spawn_app_with, wait_until,
+    wait_until_serving, Server, Store,
 };
 
 fn analyzer() -> &'static morph::Analyzer {
@@ -306,7 +307,7 @@ async fn without_a_dictionary_search_runs_on_ngrams_and_says_how_to_add_one() {
     let server = Server::start_logged(&envs, Some(log));
     let base = format!("http://127.0.0.1:{port}");
     wait_until_serving(&base).await;
-    let client = reqwest::Client::new();
+    let client = crate::http_client::Client::new();
     let user: Value = client
         .post(format!("{base}/api/users"))
         .json(&serde_json::json!({"name": "u"}))
@@ -386,7 +387,7 @@ async fn relevance_set_ndcg_with_and_without_the_dictionary() {
         ]);
         let base = format!("http://127.0.0.1:{port}");
         wait_until_serving(&base).await;
-        let client = reqwest::Client::new();
+        let client = crate::http_client::Client::new();
         let post =
             |path: &str, body: Value| client.post(format!("{base}{path}")).json(&body).send();
         let user: Value = post("/api/users", serde_json::json!({"name": "평가"}))
@@ -422,14 +423,12 @@ async fn relevance_set_ndcg_with_and_without_the_dictionary() {
             .as_str()
             .unwrap()
             .to_owned();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while get(url(&format!("\"{last_title}\""), "")).await["total"] != 1 {
-            assert!(
-                Instant::now() < deadline,
-                "{name}: the set was never indexed"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_until(
+            Duration::from_secs(30),
+            &format!("{name}: the set was never indexed"),
+            || async { get(url(&format!("\"{last_title}\""), "")).await["total"] == 1 },
+        )
+        .await;
         let mut row = vec![name.to_owned()];
         for mode in ["&sort=relevance", "&sort=relevance&match=morph"] {
             let mut sum = 0.0;

@@ -7,6 +7,7 @@ mod checker;
 mod concurrency;
 mod faults;
 mod helpers;
+mod http_client;
 mod korean;
 #[cfg(feature = "loadtest")]
 mod loadtest;

@@ -1,16 +1,15 @@
 //! The mirror: every row change reaches the index through the outbox, across
 //! restarts and rebuilds.
 
-use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use chaja_demo::seed::{seed, TextSource};
-use chaja_mirror::reindex::reindex;
 use chaja_mirror::verify::{repair, verify, Problem};
 use chaja_store::outbox;
 
 use crate::both_stores;
-use crate::helpers::{spawn_app, spawn_app_with, Server, Store};
+use crate::helpers::{spawn_app, spawn_app_with, wait_until, Server, Store};
+use crate::http_client::{Method, StatusCode};
 
 both_stores!(
     rows_inserted_with_raw_sql_are_found,
@@ -157,25 +156,15 @@ async fn reindex_gives_the_same_answers(store: Store) {
     );
     let old_generation = app.state.search.index.live().id;
 
-    let rebuilt = reindex(
-        app.db(),
-        app.state.search.index.sources(),
-        &app.index_dir(),
-        32 << 20,
-        false,
-    )
-    .await
-    .unwrap();
+    let rebuilt = app.reindex().await.unwrap();
     assert!(rebuilt.generation > old_generation);
     // The running server switches to the new generation by itself.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while app.state.search.index.live().id != rebuilt.generation {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "server did not switch generations"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until(
+        std::time::Duration::from_secs(20),
+        "server did not switch generations",
+        || async { app.state.search.index.live().id == rebuilt.generation },
+    )
+    .await;
     app.wait_indexed().await;
     for ((q, expected), expected_morph) in queries.iter().zip(before).zip(before_morph) {
         assert_eq!(
@@ -257,14 +246,12 @@ async fn reindex_under_write_load_ends_equal_to_the_tables(store: Store) {
     assert_eq!(status, StatusCode::ACCEPTED);
     writer.await.unwrap();
     let old = app.state.search.index.live().id;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while app.state.search.index.live().id == old {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "reindex was not swapped in"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until(
+        std::time::Duration::from_secs(60),
+        "reindex was not swapped in",
+        || async { app.state.search.index.live().id != old },
+    )
+    .await;
     app.wait_indexed().await;
     let report = verify(
         app.db(),
@@ -290,14 +277,7 @@ async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
     let user = app.create_user("u").await;
     let kept = app.create_question(user, "검증", "본문").await;
     app.wait_indexed().await;
-    assert!(verify(
-        app.db(),
-        app.state.search.index.sources(),
-        app.state.search.index.live()
-    )
-    .await
-    .unwrap()
-    .is_clean());
+    app.assert_clean().await;
 
     // While no indexer runs, a row is written and its outbox entry lost.
     let app = app.restart_with(move |app| async move {
@@ -331,14 +311,7 @@ async fn verify_finds_lost_changes_and_repair_fixes_them(store: Store) {
 
     assert_eq!(repair(app.db(), &report.drift).await.unwrap(), 2);
     app.wait_indexed().await;
-    assert!(verify(
-        app.db(),
-        app.state.search.index.sources(),
-        app.state.search.index.live()
-    )
-    .await
-    .unwrap()
-    .is_clean());
+    app.assert_clean().await;
     assert_eq!(app.search("잃어버린", "").await["total"], 1);
     app.finish().await;
 }
@@ -364,14 +337,12 @@ async fn outbox_is_pruned_below_every_replica(store: Store) {
     }
     app.wait_indexed().await;
     replica.wait_indexed().await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while outbox_count(app.db()).await > 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "outbox was not pruned"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    wait_until(
+        std::time::Duration::from_secs(20),
+        "outbox was not pruned",
+        || async { outbox_count(app.db()).await == 0 },
+    )
+    .await;
     let max = app.state.mirror.progress.applied_seq();
     assert_eq!(outbox::pruned_through(app.db()).await.unwrap(), max);
     // Both still answer, and keep following new writes.
@@ -401,14 +372,12 @@ async fn a_replica_behind_the_pruned_outbox_rebuilds_itself(store: Store) {
             app.sql("DELETE FROM search_outbox").await;
         })
         .await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while app.state.search.index.live().id == generation {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "replica did not rebuild"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until(
+        std::time::Duration::from_secs(30),
+        "replica did not rebuild",
+        || async { app.state.search.index.live().id != generation },
+    )
+    .await;
     assert_eq!(app.search("복구", "").await["total"], 2);
     app.finish().await;
 }
@@ -452,7 +421,7 @@ async fn kill_9_during_a_write_burst_loses_nothing(store: Store) {
     // Once the server has applied the whole outbox, the index must equal
     // the tables at once: healing is off, so nothing can mend it later.
     let head = outbox::max_seq(app.db()).await.unwrap();
-    let client = reqwest::Client::new();
+    let client = crate::http_client::Client::new();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let ready = client

@@ -1,10 +1,10 @@
 //! The OpenAPI document describes what the server serves, and the server
 //! answers every documented operation with a documented status.
 
-use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use crate::helpers::{spawn_app, spawn_app_with, Store};
+use crate::http_client::{Method, StatusCode};
 
 /// Every route the router serves (besides the document itself).
 const ROUTES: &[(&str, &str)] = &[

@@ -1,9 +1,9 @@
 //! What operators rely on: keys, limits, metrics, request ids, shedding.
 
-use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::helpers::{free_port, spawn_app, spawn_app_with, Server, Store};
+use crate::helpers::{free_port, spawn_app, spawn_app_with, wait_until, Server, Store};
+use crate::http_client::{Method, StatusCode};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_need_the_api_key_and_reads_do_not() {
@@ -51,15 +51,16 @@ async fn admin_and_search_keys_guard_their_own_scopes() {
         a.keys.search_key = Some("reader".into());
     })
     .await;
-    let send = |method: reqwest::Method, path: &'static str, key: Option<&'static str>| {
-        let mut request = app.client.request(method, app.url(path));
-        if let Some(key) = key {
-            request = request.bearer_auth(key);
-        }
-        async move { request.send().await.unwrap().status() }
-    };
-    let get = |path, key| send(reqwest::Method::GET, path, key);
-    let post = |path, key| send(reqwest::Method::POST, path, key);
+    let send =
+        |method: crate::http_client::Method, path: &'static str, key: Option<&'static str>| {
+            let mut request = app.client.request(method, app.url(path));
+            if let Some(key) = key {
+                request = request.bearer_auth(key);
+            }
+            async move { request.send().await.unwrap().status() }
+        };
+    let get = |path, key| send(crate::http_client::Method::GET, path, key);
+    let post = |path, key| send(crate::http_client::Method::POST, path, key);
     // An anonymous rebuild is refused, and so is one with the write key.
     assert_eq!(
         post("/api/admin/reindex", None).await,
@@ -92,7 +93,8 @@ async fn admin_and_search_keys_guard_their_own_scopes() {
 async fn random_methods_do_not_grow_the_metric_series() {
     let app = spawn_app_with(Store::Sqlite, |_| {}).await;
     for i in 0..200 {
-        let method = reqwest::Method::from_bytes(format!("M{i:04}X").as_bytes()).unwrap();
+        let method =
+            crate::http_client::Method::from_bytes(format!("M{i:04}X").as_bytes()).unwrap();
         app.client
             .request(method, app.url("/api/search?q=a"))
             .send()
@@ -124,9 +126,7 @@ async fn a_client_over_its_rate_gets_429_with_retry_after() {
     .await;
     for _ in 0..20 {
         let response = app
-            .client
-            .get(app.url("/api/search?q=a"))
-            .header("x-forwarded-for", "127.0.0.1")
+            .forwarded(Method::GET, "/api/search?q=a", "127.0.0.1")
             .send()
             .await
             .unwrap();
@@ -139,9 +139,7 @@ async fn a_client_over_its_rate_gets_429_with_retry_after() {
     let mut limited = None;
     for _ in 0..20 {
         let response = app
-            .client
-            .get(app.url("/api/search?q=a"))
-            .header("x-forwarded-for", "203.0.113.5")
+            .forwarded(Method::GET, "/api/search?q=a", "203.0.113.5")
             .send()
             .await
             .unwrap();
@@ -290,12 +288,13 @@ async fn sigterm_finishes_requests_and_exits_0() {
         ("CHAJA_BIND", format!("127.0.0.1:{port}")),
     ]);
     let url = format!("http://127.0.0.1:{port}/api/search?q=%EC%A2%85%EB%A3%8C");
-    let client = reqwest::Client::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while client.get(&url).send().await.is_err() {
-        assert!(std::time::Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let client = crate::http_client::Client::new();
+    wait_until(
+        std::time::Duration::from_secs(30),
+        "server did not start",
+        || async { client.get(&url).send().await.is_ok() },
+    )
+    .await;
     // Steady load, then SIGTERM in the middle of it. A request either gets
     // its 200 or (sent after the listener closed) no connection at all.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -443,9 +442,7 @@ async fn a_client_with_too_many_requests_in_flight_gets_429() {
     // The proxy on loopback names each request's client.
     let write = |from: &'static str| {
         let request = app
-            .client
-            .post(app.url("/api/users"))
-            .header("x-forwarded-for", from)
+            .forwarded(Method::POST, "/api/users", from)
             .json(&json!({ "name": "대기" }));
         tokio::spawn(async move { request.send().await.unwrap().status() })
     };
@@ -454,9 +451,7 @@ async fn a_client_with_too_many_requests_in_flight_gets_429() {
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     // The third from the same client is refused at once...
     let refused = app
-        .client
-        .post(app.url("/api/users"))
-        .header("x-forwarded-for", "203.0.113.5")
+        .forwarded(Method::POST, "/api/users", "203.0.113.5")
         .json(&json!({ "name": "세 번째" }))
         .send()
         .await
@@ -467,9 +462,7 @@ async fn a_client_with_too_many_requests_in_flight_gets_429() {
     assert_eq!(body["error"]["code"], "too_many_in_flight");
     // ...another client's is not.
     let other = app
-        .client
-        .get(app.url("/healthz"))
-        .header("x-forwarded-for", "203.0.113.6")
+        .forwarded(Method::GET, "/healthz", "203.0.113.6")
         .send()
         .await
         .unwrap();
@@ -480,9 +473,7 @@ async fn a_client_with_too_many_requests_in_flight_gets_429() {
     }
     // Slots are given back: the client can send again.
     let again = app
-        .client
-        .post(app.url("/api/users"))
-        .header("x-forwarded-for", "203.0.113.5")
+        .forwarded(Method::POST, "/api/users", "203.0.113.5")
         .json(&json!({ "name": "다시" }))
         .send()
         .await
@@ -502,9 +493,7 @@ async fn a_trusted_proxy_on_loopback_does_not_make_everyone_loopback() {
     })
     .await;
     let via_proxy = app
-        .client
-        .get(app.url("/metrics"))
-        .header("x-forwarded-for", "198.51.100.20")
+        .forwarded(Method::GET, "/metrics", "198.51.100.20")
         .send()
         .await
         .unwrap();
@@ -513,9 +502,7 @@ async fn a_trusted_proxy_on_loopback_does_not_make_everyone_loopback() {
     let (status, _) = app.get("/metrics").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let local = app
-        .client
-        .get(app.url("/metrics"))
-        .header("x-forwarded-for", "127.0.0.1")
+        .forwarded(Method::GET, "/metrics", "127.0.0.1")
         .send()
         .await
         .unwrap();
@@ -548,7 +535,7 @@ async fn dotenv_is_read_from_the_working_directory_only() {
     );
     let base = format!("http://127.0.0.1:{port}");
     crate::helpers::wait_until_serving(&base).await;
-    let client = reqwest::Client::new();
+    let client = crate::http_client::Client::new();
     let write = client
         .post(format!("{base}/api/users"))
         .json(&json!({ "name": "u" }))

@@ -1,10 +1,10 @@
 //! The platform's writes and reads, and their error bodies.
 
-use reqwest::{Method, StatusCode};
 use serde_json::json;
 
 use crate::both_stores;
 use crate::helpers::{spawn_app, Store};
+use crate::http_client::{Method, StatusCode};
 
 both_stores!(
     questions_and_reviews_round_trip,

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::helpers::{
-    free_port, spawn_app, spawn_app_with, PrivateMariaDb, RedisCluster, Server, Store, TestApp,
+    free_port, spawn_app, spawn_app_with, wait_until, PrivateMariaDb, RedisCluster, Server, Store,
+    TestApp,
 };
 
 async fn trending(app: &TestApp) -> (u16, Value) {
@@ -186,11 +187,10 @@ async fn a_server_reading_a_mariadb_replica_follows_the_primary_through_it() {
     );
     replica.admin("START SLAVE SQL_THREAD").await;
     until_total(&app, "복제", 2, Duration::from_secs(20)).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while app.get("/readyz").await.0 != 200 {
-        assert!(Instant::now() < deadline, "never ready again");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until(Duration::from_secs(10), "never ready again", || async {
+        app.get("/readyz").await.0 == 200
+    })
+    .await;
 
     // A gap the primary settles while the replica lags: transaction A
     // takes an outbox id and stays open; B commits after it and reaches
@@ -247,7 +247,7 @@ async fn replicas_behind_haproxy_lose_no_search_when_one_dies_and_one_drains() {
             ])
         })
         .collect();
-    let client = reqwest::Client::new();
+    let client = crate::http_client::Client::new();
     for port in &ports {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -339,7 +339,7 @@ async fn replicas_behind_haproxy_lose_no_search_when_one_dies_and_one_drains() {
             Instant::now() < deadline,
             "SIGTERM did not stop the replica"
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(1000)).await;
     stop.store(true, Ordering::Relaxed);

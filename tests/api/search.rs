@@ -2,11 +2,11 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::both_stores;
 use crate::helpers::{spawn_app, Store};
+use crate::http_client::StatusCode;
 
 both_stores!(
     finds_rows_like_like_does,
@@ -181,7 +181,7 @@ async fn cursor_walk_under_concurrent_writes_has_no_duplicates_or_gaps(store: St
         if page == 1 {
             let (status, _) = app
                 .send(
-                    reqwest::Method::DELETE,
+                    crate::http_client::Method::DELETE,
                     &format!("/api/questions/{}", before[0]),
                     json!(null),
                 )
@@ -418,7 +418,7 @@ async fn a_sixteen_mib_row_is_searched_with_bounded_memory() {
         ("CHAJA_KO_DIC", "off".to_owned()),
     ]);
     let pid = server.0.id();
-    let client = reqwest::Client::new();
+    let client = crate::http_client::Client::new();
     let search = |q: &str, extra: &str| {
         client
             .get(format!("http://127.0.0.1:{port}/api/search?q={q}{extra}"))

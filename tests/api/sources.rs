@@ -5,14 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sqlx::Row;
 
 use chaja_store::{Db, Dialect};
 
 use crate::both_stores;
-use crate::helpers::{free_port, spawn_app_on_schema, Database, Store, TestApp};
+use crate::helpers::{free_port, spawn_app_on_schema, wait_until, Database, Store, TestApp};
+use crate::http_client::StatusCode;
 
 both_stores!(
     plain_sql_changes_follow_the_visibility_predicate,
@@ -767,14 +767,12 @@ async fn reindex_and_verify_work_per_source(store: Store) {
             .unwrap();
     // One visible question and one answer; the soft-deleted row is not read.
     assert_eq!(rebuilt.docs, 2, "{rebuilt:?}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while app.state.search.index.live().id == old {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the rebuild was not swapped in"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_until(
+        Duration::from_secs(20),
+        "the rebuild was not swapped in",
+        || async { app.state.search.index.live().id != old },
+    )
+    .await;
     assert_eq!(
         keys(&app.search("재색인", "").await),
         [answer(1), question(1)]

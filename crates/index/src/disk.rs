@@ -2,7 +2,7 @@
 //! `NEXT` a rebuild waiting to catch up, and the rebuild lock. Every name
 //! is replaced by an atomic rename, so a crash leaves one of them whole.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tantivy::directory::MmapDirectory;
 use tantivy::{Index, IndexSettings, IndexSortByField, Order};
@@ -11,7 +11,8 @@ use chaja_core::sources::Sources;
 
 use crate::checkpoint::{read_checkpoint, Checkpoint};
 use crate::generation::{
-    analyzer_stamp, generation_stamp, Generation, ANALYZER_FILE, DEFINITION_FILE, SOURCES_FILE,
+    analyzer_stamp, generation_path, generation_stamp, Generation, ANALYZER_FILE, DEFINITION_FILE,
+    SOURCES_FILE,
 };
 use crate::schema::build_schema;
 use crate::{IndexError, Result};
@@ -81,19 +82,6 @@ pub fn rebuild_marker(path: &Path) -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_default();
     let hash = blake3::hash(format!("{host}:{}", path.display()).as_bytes());
     format!("rebuild-{}", &hash.to_hex()[..16])
-}
-
-/// Whether generation `id` under `root` was built for `sources`, in this
-/// version's schema: one that was not cannot be served.
-pub(crate) fn built_for(root: &Path, id: u64, sources: &Sources) -> bool {
-    let path = generation_path(root, id);
-    std::fs::read_to_string(path.join(SOURCES_FILE))
-        .is_ok_and(|stamp| stamp.trim() == generation_stamp(sources))
-        && Index::open_in_dir(&path).is_ok_and(|index| index.schema() == build_schema())
-}
-
-pub(crate) fn generation_path(root: &Path, id: u64) -> PathBuf {
-    root.join(format!("gen-{id:06}"))
 }
 
 pub(crate) fn list_generations(root: &Path) -> Result<Vec<u64>> {

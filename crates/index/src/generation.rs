@@ -12,7 +12,6 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 use chaja_core::sources::{Sources, MAX_SOURCES};
 
 use crate::checkpoint::{read_checkpoint, Checkpoint};
-use crate::disk::generation_path;
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::GramTokenizer;
 use crate::uid::uid_source;
@@ -274,4 +273,17 @@ impl Generation {
             fields: self.fields,
         })
     }
+}
+
+/// Whether generation `id` under `root` was built for `sources`, in this
+/// version's schema: one that was not cannot be served.
+pub(crate) fn built_for(root: &Path, id: u64, sources: &Sources) -> bool {
+    let path = generation_path(root, id);
+    std::fs::read_to_string(path.join(SOURCES_FILE))
+        .is_ok_and(|stamp| stamp.trim() == generation_stamp(sources))
+        && Index::open_in_dir(&path).is_ok_and(|index| index.schema() == build_schema())
+}
+
+pub(crate) fn generation_path(root: &Path, id: u64) -> PathBuf {
+    root.join(format!("gen-{id:06}"))
 }

@@ -6,10 +6,9 @@ use std::sync::{Arc, RwLock};
 use chaja_core::sources::Sources;
 
 use crate::disk::{
-    built_for, create_generation, current_generation, generation_path, list_generations,
-    make_current, named, NEXT,
+    create_generation, current_generation, list_generations, make_current, named, NEXT,
 };
-use crate::generation::Generation;
+use crate::generation::{built_for, generation_path, Generation};
 use crate::Result;
 
 /// The cloneable handle to the live generation that searches use.

@@ -7,8 +7,7 @@ use tantivy::Index;
 use chaja_core::model::Doc;
 use chaja_core::sources::{SourceId, Sources};
 
-use crate::disk::generation_path;
-use crate::generation::{generation_stamp, SOURCES_FILE};
+use crate::generation::{generation_path, generation_stamp, SOURCES_FILE};
 use crate::schema::build_schema;
 use crate::*;
 

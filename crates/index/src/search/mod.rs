@@ -53,7 +53,7 @@ pub use query::build_query;
 pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort};
 
 use hit::load_hit;
-use query::totals_key;
+use request::totals_key;
 use scan::{time_window, Work};
 
 /// Segments with more documents than this are scanned as two halves.

@@ -7,7 +7,6 @@ use tantivy::query::{
 };
 use tantivy::schema::{Field, IndexRecordOption, Term};
 
-use chaja_core::sources::SourceId;
 use chaja_core::text::Keyword;
 
 use super::request::Request;
@@ -147,37 +146,4 @@ pub(super) fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -
 
 pub(super) fn term_query(field: Field, text: &str, option: IndexRecordOption) -> Box<dyn Query> {
     Box::new(TermQuery::new(Term::from_field_text(field, text), option))
-}
-
-/// The keywords and each keyword's synonyms, as text, for keys.
-pub(super) fn words(request: &Request) -> (Vec<&str>, Vec<Vec<&str>>) {
-    let keywords = request.keywords.iter().map(|k| k.as_str()).collect();
-    let synonyms = request
-        .synonyms
-        .iter()
-        .map(|forms| forms.iter().map(|k| k.as_str()).collect())
-        .collect();
-    (keywords, synonyms)
-}
-
-/// What decides which rows match, not their order or the page: keywords,
-/// synonyms, filters and the match mode. Both keys below start from it.
-pub(super) fn matched_set(request: &Request) -> serde_json::Value {
-    let (keywords, synonyms) = words(request);
-    let f = &request.filter;
-    serde_json::json!([
-        keywords,
-        synonyms,
-        f.source.map(SourceId::index),
-        f.attributes,
-        f.from,
-        f.to,
-        request.morph
-    ])
-}
-
-/// What a query's per-segment total depends on: the matched set, and the
-/// analyzer that morpheme matches were indexed with.
-pub(super) fn totals_key(request: &Request) -> String {
-    serde_json::json!([matched_set(request), morph::analyzer().name()]).to_string()
 }

@@ -5,9 +5,8 @@ use chaja_core::model::Key;
 use chaja_core::sources::SourceId;
 use chaja_core::text::Keyword;
 
-use super::query::matched_set;
 use super::SourceCounts;
-use crate::uid_source;
+use crate::{morph, uid_source};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Sort {
@@ -166,4 +165,37 @@ pub struct Response {
     /// The same by source position; they sum to `total`.
     pub by_source: SourceCounts,
     pub hits: Vec<Hit>,
+}
+
+/// The keywords and each keyword's synonyms, as text, for keys.
+pub(super) fn words(request: &Request) -> (Vec<&str>, Vec<Vec<&str>>) {
+    let keywords = request.keywords.iter().map(|k| k.as_str()).collect();
+    let synonyms = request
+        .synonyms
+        .iter()
+        .map(|forms| forms.iter().map(|k| k.as_str()).collect())
+        .collect();
+    (keywords, synonyms)
+}
+
+/// What decides which rows match, not their order or the page: keywords,
+/// synonyms, filters and the match mode. Both keys below start from it.
+pub(super) fn matched_set(request: &Request) -> serde_json::Value {
+    let (keywords, synonyms) = words(request);
+    let f = &request.filter;
+    serde_json::json!([
+        keywords,
+        synonyms,
+        f.source.map(SourceId::index),
+        f.attributes,
+        f.from,
+        f.to,
+        request.morph
+    ])
+}
+
+/// What a query's per-segment total depends on: the matched set, and the
+/// analyzer that morpheme matches were indexed with.
+pub(super) fn totals_key(request: &Request) -> String {
+    serde_json::json!([matched_set(request), morph::analyzer().name()]).to_string()
 }
