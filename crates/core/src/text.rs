@@ -78,17 +78,21 @@ impl Keyword {
 ///
 /// Whitespace separates keywords; a double-quoted part is one keyword with
 /// its spaces kept. An unclosed quote runs to the end of the query. The
-/// query is normalized first so that a keyword never contains whitespace
-/// that normalization produced after the split.
+/// query is split as typed, and each part is normalized on its own: NFKC
+/// turns some characters into text with a space in it (`¨` is a space and
+/// a combining diaeresis, `ﷺ` a phrase of three words), and splitting
+/// after normalizing would make one typed word several keywords, which
+/// match rows that normalized `LIKE` does not. Only ASCII `"` quotes and
+/// the whitespace typed are syntax; a fullwidth `＂` is a character to find.
 pub fn parse_query(q: &str) -> Vec<Keyword> {
-    let normalized = normalize(q);
     let mut keywords: Vec<Keyword> = Vec::new();
-    let mut push = |s: &str| {
-        if !s.is_empty() && !keywords.iter().any(|k| k.0 == s) {
-            keywords.push(Keyword(s.to_owned()));
+    let mut push = |raw: &str| {
+        let keyword = normalize(raw);
+        if !keyword.is_empty() && !keywords.iter().any(|k| k.0 == keyword) {
+            keywords.push(Keyword(keyword));
         }
     };
-    let mut rest = normalized.as_str();
+    let mut rest = q;
     while !rest.is_empty() {
         if let Some(after_quote) = rest.strip_prefix('"') {
             let (phrase, tail) = match after_quote.find('"') {
@@ -103,10 +107,16 @@ pub fn parse_query(q: &str) -> Vec<Keyword> {
                 .unwrap_or(rest.len());
             push(&rest[..end]);
             rest = &rest[end..];
-            rest = rest.trim_start_matches(|c: char| c.is_whitespace());
         }
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace());
     }
     keywords
+}
+
+/// Characters of the keywords together, as the index sees them: what the
+/// query length limit counts (NFKC can make one typed character many).
+pub fn normalized_chars(keywords: &[Keyword]) -> usize {
+    keywords.iter().map(Keyword::char_len).sum()
 }
 
 /// Does the row match every keyword, in its title or its content?
@@ -476,6 +486,18 @@ mod tests {
         assert_eq!(kw("x x"), ["x"]);
         assert!(kw("   ").is_empty());
         assert!(kw("\"\"").is_empty());
+    }
+
+    /// A typed word stays one keyword even when NFKC puts a space in it:
+    /// `a¨b` is `a ̈b`, one substring to find, not `a` and `̈b`.
+    #[test]
+    fn a_word_is_split_as_typed_then_normalized() {
+        assert_eq!(kw("a¨b"), ["a \u{308}b"]);
+        assert_eq!(kw("x ﷺ"), ["x", "صلى الله عليه وسلم"]);
+        assert_eq!(kw("Ａ　Ｂ"), ["a", "b"]);
+        assert_eq!(kw("＂스프링 부트＂"), ["\"스프링", "부트\""]);
+        let long = parse_query(&format!("\"{}\"", "ﷺ".repeat(98)));
+        assert_eq!(normalized_chars(&long), 98 * 18);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use chaja_core::clock::now_ms;
 use chaja_core::sources::Sources;
 use chaja_core::synonyms::Synonyms;
-use chaja_core::text::parse_query;
+use chaja_core::text::{normalized_chars, parse_query};
 use chaja_index::search::{Filter, Hit, Request, Sort};
 use chaja_search::cache::CacheStatus;
 use chaja_search::cursor::{self, CursorError};
@@ -260,6 +260,14 @@ pub fn to_request(
     let keywords = parse_query(q);
     if keywords.is_empty() {
         return Err(bad("empty_query", "q must contain a keyword"));
+    }
+    // Counted again as the index sees it: NFKC makes some characters many
+    // (`ﷺ` is 18), and the work grows with what is searched.
+    if normalized_chars(&keywords) > max_chars {
+        return Err(bad(
+            "query_too_long",
+            format!("q must be at most {max_chars} characters once normalized (NFKC)"),
+        ));
     }
     let source = match params.kind.as_deref() {
         None | Some("all") => None,
@@ -537,5 +545,18 @@ mod tests {
         assert_eq!(request("스프링").unwrap().keywords.len(), 1);
         assert!(request("").is_err());
         assert!(request("a\u{1}b").is_err());
+    }
+
+    /// The length limit counts the normalized keywords: 98 typed `ﷺ` are
+    /// 1,764 characters to search, past the limit of 100.
+    #[test]
+    fn the_length_limit_applies_after_normalization() {
+        let phrase = format!("\"{}\"", "ﷺ".repeat(98));
+        assert_eq!(phrase.chars().count(), 100);
+        let Err(ApiError::BadRequest { code, .. }) = request(&phrase) else {
+            panic!("a 1,764-character phrase is refused");
+        };
+        assert_eq!(code, "query_too_long");
+        assert!(request(&"ﷺ".repeat(5)).is_ok());
     }
 }
