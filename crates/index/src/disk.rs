@@ -52,9 +52,29 @@ pub fn try_lock_rebuild(root: &Path) -> Result<Option<RebuildLock>> {
 /// Removes generations newer than the current one that `NEXT` does not
 /// name: rebuilds that died before publishing. Only under the rebuild lock,
 /// which proves that no rebuild is writing one.
-pub fn remove_unpublished(root: &Path, _held: &RebuildLock) -> Result<()> {
-    let current = current_generation(root)?.unwrap_or(0);
+///
+/// The serving indexer may swap a published rebuild in meanwhile, and it
+/// does not take the rebuild lock (a rebuild holds it for as long as it
+/// scans). So the names are read in the order the swap changes them:
+/// `make_current` renames `CURRENT` to the rebuild first and drops `NEXT`
+/// after. Reading `NEXT` first, then `CURRENT`, every moment of a swap
+/// leaves the generation going live named by one of the two reads; read
+/// the other way round, a swap between them leaves it in neither, and the
+/// live generation is deleted.
+pub fn remove_unpublished(root: &Path, held: &RebuildLock) -> Result<()> {
+    remove_unpublished_reading(root, held, || {})
+}
+
+/// [`remove_unpublished`], running `between` between its two reads: the
+/// moment a test puts a swap in.
+pub(crate) fn remove_unpublished_reading(
+    root: &Path,
+    _held: &RebuildLock,
+    between: impl FnOnce(),
+) -> Result<()> {
     let next = named(root, NEXT)?;
+    between();
+    let current = current_generation(root)?.unwrap_or(0);
     for id in list_generations(root)? {
         if id > current && Some(id) != next {
             std::fs::remove_dir_all(generation_path(root, id))?;

@@ -244,3 +244,29 @@ fn cached_segment_totals_follow_deletes() {
         ]
     );
 }
+
+/// A rebuild's cleanup and a swap, interleaved at the worst moment: the
+/// swap of the published generation lands between the cleanup's reads of
+/// `NEXT` and `CURRENT`. The generation that just went live survives.
+/// (With `CURRENT` read first, the cleanup saw the old `CURRENT`, then no
+/// `NEXT`, and deleted the new live generation.)
+#[test]
+fn a_swap_during_the_cleanup_of_a_rebuild_keeps_the_new_live_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = chaja_core::sources::for_tests();
+    SearchIndex::open_or_create(dir.path(), &sources).unwrap();
+    let rebuilt = create_generation(dir.path(), &sources).unwrap();
+    rebuilt.writer(16 << 20).unwrap().commit(0).unwrap();
+    publish(dir.path(), rebuilt.id).unwrap();
+    let lock = try_lock_rebuild(dir.path()).unwrap().expect("no rebuild runs");
+    crate::disk::remove_unpublished_reading(dir.path(), &lock, || {
+        make_current(dir.path(), rebuilt.id).unwrap();
+    })
+    .unwrap();
+    assert!(
+        generation_path(dir.path(), rebuilt.id).exists(),
+        "the live generation was removed"
+    );
+    let live = SearchIndex::open_or_create(dir.path(), &sources).unwrap();
+    assert_eq!(live.live().id, rebuilt.id);
+}
