@@ -291,6 +291,13 @@ async fn start(args: ServeArgs, fixture: Fixture) -> TestApp {
         );
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
+    // ...and the indexer's first check of its position against the outbox
+    // (milliseconds, with the database up; a test that starts without one
+    // goes on after a while).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !state.mirror.progress.is_checked() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     TestApp {
         addr,
         client: crate::http_client::Client::new(),

@@ -21,6 +21,7 @@ both_stores!(
     verify_finds_lost_changes_and_repair_fixes_them,
     outbox_is_pruned_below_every_replica,
     a_replica_behind_the_pruned_outbox_rebuilds_itself,
+    a_replica_behind_the_pruned_outbox_is_not_ready_until_rebuilt,
     kill_9_during_a_write_burst_loses_nothing,
 );
 
@@ -379,6 +380,57 @@ async fn a_replica_behind_the_pruned_outbox_rebuilds_itself(store: Store) {
     )
     .await;
     assert_eq!(app.search("복구", "").await["total"], 2);
+    app.finish().await;
+}
+
+/// Two replicas on one database: the first prunes the outbox past rows the
+/// second never read (it starts after, with an empty index). The second
+/// rebuilds itself, and is never ready on the index it had: whenever it
+/// says ready, it finds every row. (Before, it said ready at once, and its
+/// first round settled the pruned range as gaps, serving an index without
+/// those rows until the rebuild was live.)
+async fn a_replica_behind_the_pruned_outbox_is_not_ready_until_rebuilt(store: Store) {
+    let app = spawn_app_with(store, |a| {
+        a.mirror.housekeeping = std::time::Duration::from_millis(50);
+        a.mirror.outbox_keep = 0;
+    })
+    .await;
+    let user = app.create_user("u").await;
+    for i in 0..5 {
+        app.create_question(user, &format!("가지치기 {i}"), "본문")
+            .await;
+    }
+    app.wait_indexed().await;
+    let head = outbox::max_seq(app.db()).await.unwrap();
+    wait_until(
+        std::time::Duration::from_secs(20),
+        "the first replica never pruned the outbox",
+        || async { outbox::pruned_through(app.db()).await.unwrap() >= head },
+    )
+    .await;
+    let replica = app.spawn_replica().await;
+    let first = replica.state.search.index.live().id;
+    let (mut was_ready, mut said_behind) = (false, false);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (status, body) = replica.get("/readyz").await;
+        let total = replica.search("가지치기", "").await["total"].clone();
+        if status == StatusCode::OK {
+            assert_eq!(total, 5, "ready on an index that misses rows: {body}");
+            was_ready = true;
+        }
+        said_behind |= body["indexer"]["behind_pruned"] == true;
+        if was_ready && replica.state.search.index.live().id != first {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the replica never rebuilt and became ready: {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(said_behind, "/readyz never said why it was not ready");
+    replica.finish().await;
     app.finish().await;
 }
 

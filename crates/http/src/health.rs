@@ -26,8 +26,9 @@ async fn healthz() -> Json<Value> {
 /// Ready when the index is open, the database answered the last background
 /// check (at most a few seconds old) and the indexer is following the
 /// outbox (its last round did not fail). Searches work without the database, but a replica
-/// whose index is frozen (database down, indexer dead or stuck, outbox
-/// rewound under it) should not take new traffic from a balancer that has a
+/// whose index is frozen or known stale (database down, indexer dead or
+/// stuck, outbox rewound under it, or pruned past what it applied) should
+/// not take new traffic from a balancer that has a
 /// better one.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200, description = "index open, database reachable, indexer following the outbox"), (status = 503, description = "database unreachable, the indexer stopped, stuck or waiting for a rebuild, the read replica lagging, the index still being read into memory after a start, or the server draining before shutdown")))]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
@@ -51,6 +52,8 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
             "stopped": readiness.stopped,
             "stuck": readiness.stuck,
             "rewound": readiness.rewound,
+            "behind_pruned": readiness.behind_pruned,
+            "unchecked": readiness.unchecked,
             "outbox_backlog": readiness.backlog,
             "seconds_behind": readiness.seconds_behind,
         },
@@ -73,6 +76,12 @@ pub(crate) struct Readiness {
     pub stopped: bool,
     pub stuck: bool,
     pub rewound: bool,
+    /// Behind the prune point: its index misses changes the outbox no
+    /// longer holds, until its rebuild is live.
+    pub behind_pruned: bool,
+    /// The indexer has not yet checked its position against the outbox
+    /// (just started, or the database was down since).
+    pub unchecked: bool,
     pub failing: bool,
     /// Shutting down: still answering, taking no new traffic.
     pub draining: bool,
@@ -104,6 +113,8 @@ impl Readiness {
             stopped: progress.is_stopped(),
             stuck: progress.since_tick() >= STUCK_AFTER,
             rewound: progress.is_rewound(),
+            behind_pruned: progress.is_behind_pruned(),
+            unchecked: !progress.is_checked(),
             failing: progress.is_failing(),
             draining: progress.is_draining(),
             warming: progress.is_warming(),
@@ -119,6 +130,8 @@ impl Readiness {
             && !self.stopped
             && !self.stuck
             && !self.rewound
+            && !self.behind_pruned
+            && !self.unchecked
             && !self.failing
             && !self.draining
             && !self.warming

@@ -258,7 +258,9 @@ fn a_swap_during_the_cleanup_of_a_rebuild_keeps_the_new_live_generation() {
     let rebuilt = create_generation(dir.path(), &sources).unwrap();
     rebuilt.writer(16 << 20).unwrap().commit(0).unwrap();
     publish(dir.path(), rebuilt.id).unwrap();
-    let lock = try_lock_rebuild(dir.path()).unwrap().expect("no rebuild runs");
+    let lock = try_lock_rebuild(dir.path())
+        .unwrap()
+        .expect("no rebuild runs");
     crate::disk::remove_unpublished_reading(dir.path(), &lock, || {
         make_current(dir.path(), rebuilt.id).unwrap();
     })

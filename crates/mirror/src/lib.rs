@@ -40,6 +40,15 @@ pub struct Progress {
     stopped: AtomicBool,
     /// Set when the outbox was found rewound, until a rebuild is live.
     rewound: AtomicBool,
+    /// Set when this replica was found behind the prune point (it was away
+    /// longer than the retention window, or is new): changes it never read
+    /// are gone from the outbox, so its index misses them until a rebuild
+    /// is live.
+    behind_pruned: AtomicBool,
+    /// Set once housekeeping has compared this replica's position with the
+    /// outbox (rewound? behind the prune point?): until then nobody knows
+    /// whether its index can be served.
+    checked: AtomicBool,
     /// Set when the server is shutting down and draining: it still
     /// answers, but a balancer should send new requests elsewhere.
     draining: AtomicBool,
@@ -58,6 +67,8 @@ impl Default for Progress {
             failing: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             rewound: AtomicBool::new(false),
+            behind_pruned: AtomicBool::new(false),
+            checked: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             warming: AtomicBool::new(false),
         }
@@ -93,6 +104,15 @@ impl Progress {
 
     pub fn is_rewound(&self) -> bool {
         self.rewound.load(Ordering::Acquire)
+    }
+
+    pub fn is_behind_pruned(&self) -> bool {
+        self.behind_pruned.load(Ordering::Acquire)
+    }
+
+    /// Whether housekeeping has checked the position once (see the field).
+    pub fn is_checked(&self) -> bool {
+        self.checked.load(Ordering::Acquire)
     }
 
     pub fn is_draining(&self) -> bool {
@@ -142,6 +162,14 @@ impl Progress {
 
     fn set_rewound(&self, rewound: bool) {
         self.rewound.store(rewound, Ordering::Release);
+    }
+
+    fn set_behind_pruned(&self, behind: bool) {
+        self.behind_pruned.store(behind, Ordering::Release);
+    }
+
+    fn set_checked(&self) {
+        self.checked.store(true, Ordering::Release);
     }
 }
 

@@ -41,6 +41,7 @@ impl Indexer {
         progress.committed(live.position.committed);
         progress.changed();
         progress.set_rewound(false);
+        progress.set_behind_pruned(false);
         tracing::info!(
             generation = live.generation.id,
             outbox_seq = live.position.committed,

@@ -62,14 +62,26 @@ impl Indexer {
         .await?;
         let pruned = outbox::pruned_through(&self.db).await?;
         let rewound = outbox::rewound(&self.db, position.high, position.high_created_at).await?;
+        let behind = position.low_water() < pruned;
         let reason = if rewound {
             Some("the outbox restarted below the applied position (a restored database?)")
-        } else if position.low_water() < pruned {
+        } else if behind {
             Some("replica fell behind the outbox retention window")
         } else {
             None
         };
         self.handle.progress.set_rewound(rewound);
+        // Not ready until the rebuild is live (`swap_in` clears it), like a
+        // rewind: the changes in the pruned range are gone, and the rounds
+        // meanwhile read past them (their ids are gaps that settle as never
+        // committed), so a later check would no longer see this replica
+        // behind while its index still misses them. Housekeeping runs
+        // before the first round, so a replica that starts behind never
+        // claims ready on the index it has.
+        if behind {
+            self.handle.progress.set_behind_pruned(true);
+        }
+        self.handle.progress.set_checked();
         if let Some(reason) = reason {
             // One at a time, and none while a published one waits to be
             // caught up and swapped in.

@@ -151,9 +151,12 @@ impl Indexer {
             if shutdown.is_cancelled() {
                 break;
             }
-            if last_housekeeping.is_none_or(|t| t.elapsed() >= self.config.housekeeping) {
-                // Due again only after the interval, failed or not: a failing
-                // database is retried by the rounds, with backoff.
+            // Due again only after the interval, failed or not (a failing
+            // database is retried by the rounds, with backoff); but every
+            // round until the first one succeeds: until then the replica
+            // cannot say ready (see `Progress::is_checked`).
+            let due = last_housekeeping.is_none_or(|t| t.elapsed() >= self.config.housekeeping);
+            if due || !progress.is_checked() {
                 last_housekeeping = Some(Instant::now());
                 if let Err(e) = self.housekeeping(&live, &mut rebuilding).await {
                     tracing::debug!(error = ?e, "outbox housekeeping failed; retrying");
