@@ -241,6 +241,7 @@ fn serve_args(database: &Database) -> ServeArgs {
             write_key: None,
             admin_key: None,
             search_key: None,
+            allowed_hosts: Default::default(),
         },
         limits: LimitArgs {
             rate_limit: 0,

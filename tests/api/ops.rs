@@ -645,3 +645,104 @@ async fn admin_status_shows_what_the_console_needs(store: Store) {
     );
     app.finish().await;
 }
+
+/// A web page in the operator's browser cannot use chaja: with no admin
+/// key, a request for `Host: evil.example` (DNS rebinding) gets no admin
+/// data and starts no rebuild, and a cross-site write is refused whatever
+/// key it carries. Before, the first two answered 200 and 202.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_of_other_sites_cannot_use_admin_or_writes() {
+    let app = spawn_app_with(Store::Sqlite, |a| {
+        a.keys.write_key = Some("writer".into());
+        a.keys.allowed_hosts = "search.internal".parse().unwrap();
+    })
+    .await;
+    let send = |method: Method, path: &str, extra: &[(&str, &str)]| {
+        let mut request = app.client.request(method, app.url(path));
+        for (name, value) in extra {
+            request = request.header(*name, *value);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status();
+            let body: serde_json::Value = response.json().await.unwrap_or_default();
+            (
+                status,
+                body["error"]["code"].as_str().unwrap_or("").to_owned(),
+            )
+        }
+    };
+    let evil = [("host", "evil.example"), ("origin", "http://evil.example")];
+    for (method, path) in [
+        (Method::GET, "/api/admin/status"),
+        (Method::GET, "/metrics"),
+        (Method::POST, "/api/admin/reindex"),
+    ] {
+        let (status, code) = send(method.clone(), path, &evil).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path}");
+        assert!(
+            code == "host_not_allowed" || code == "cross_site",
+            "{path}: {code}"
+        );
+    }
+    // Rebinding with no Origin at all (a GET): the Host alone refuses it.
+    let (status, code) = send(
+        Method::GET,
+        "/api/admin/status",
+        &[("host", "evil.example")],
+    )
+    .await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::FORBIDDEN, "host_not_allowed")
+    );
+    // A cross-site POST to the loopback address itself.
+    let cross = [("origin", "http://evil.example")];
+    let (status, code) = send(Method::POST, "/api/admin/reindex", &cross).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::FORBIDDEN, "cross_site")
+    );
+    let fetch = [("sec-fetch-site", "cross-site")];
+    let (status, _) = send(Method::POST, "/api/admin/reindex", &fetch).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // A write with the right key, from another site's page.
+    let with_key = app
+        .client
+        .post(app.url("/api/users"))
+        .bearer_auth("writer")
+        .header("origin", "https://evil.example")
+        .json(&json!({ "name": "침입" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with_key.status(), StatusCode::FORBIDDEN);
+    // The same write from this site's own page, and from a program.
+    let own_origin = format!("http://{}", app.addr);
+    let own = app
+        .client
+        .post(app.url("/api/users"))
+        .bearer_auth("writer")
+        .header("origin", &own_origin)
+        .header("sec-fetch-site", "same-origin")
+        .json(&json!({ "name": "본인" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(own.status(), StatusCode::CREATED);
+    let program = app
+        .client
+        .post(app.url("/api/users"))
+        .bearer_auth("writer")
+        .json(&json!({ "name": "프로그램" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(program.status(), StatusCode::CREATED);
+    // Keyless admin under loopback names and the configured one.
+    for host in ["localhost:1", "127.0.0.1", "search.internal:8080"] {
+        let (status, _) = send(Method::GET, "/api/admin/status", &[("host", host)]).await;
+        assert_eq!(status, StatusCode::OK, "{host}");
+    }
+    app.finish().await;
+}

@@ -287,6 +287,7 @@ impl ServeArgs {
     pub fn limits(&self) -> chaja_http::Limits {
         chaja_http::Limits {
             keys: self.keys.keys(),
+            allowed_hosts: self.keys.allowed_hosts.clone(),
             clients: chaja_http::client::ClientResolver::new(
                 self.limits.trusted_proxies.clone(),
                 self.limits.client_ip_header.into(),
@@ -498,6 +499,13 @@ pub struct KeyArgs {
     /// public.
     #[arg(long, env = "CHAJA_SEARCH_KEY", hide_env_values = true)]
     pub search_key: Option<String>,
+
+    /// Host names (comma-separated) besides loopback under which admin and
+    /// `/metrics` answer with no admin key, and whose pages may send writes
+    /// (`Origin`). Cross-site writes and keyless admin under any other Host
+    /// get a 403, so a web page in the operator's browser cannot use them.
+    #[arg(long, env = "CHAJA_ALLOWED_HOSTS", default_value = "")]
+    pub allowed_hosts: chaja_http::origin::AllowedHosts,
 }
 
 impl KeyArgs {

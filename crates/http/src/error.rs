@@ -47,6 +47,16 @@ pub enum ApiError {
     #[error("the API key is not valid")]
     Forbidden,
 
+    /// A write or admin request sent by a page of another site (its
+    /// `Origin` or `Sec-Fetch-Site` says so).
+    #[error("cross-site requests may not change anything here")]
+    CrossSite,
+
+    /// Keyless admin asked for under a name that is neither loopback nor
+    /// in `CHAJA_ALLOWED_HOSTS` (a DNS-rebinding page would).
+    #[error("admin without CHAJA_ADMIN_KEY answers only under a loopback Host or one in CHAJA_ALLOWED_HOSTS")]
+    HostNotAllowed,
+
     #[error("request body is too large (the limit is CHAJA_MAX_BODY_BYTES)")]
     PayloadTooLarge,
 
@@ -104,7 +114,9 @@ impl ApiError {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::Forbidden | ApiError::CrossSite | ApiError::HostNotAllowed => {
+                StatusCode::FORBIDDEN
+            }
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManyRequests | ApiError::TooManyInFlight => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Conflict(_) | ApiError::Mirror(MirrorError::RebuildRunning) => {
@@ -123,6 +135,8 @@ impl ApiError {
             ApiError::NotFound(_) => "not_found",
             ApiError::Unauthorized => "unauthorized",
             ApiError::Forbidden => "forbidden",
+            ApiError::CrossSite => "cross_site",
+            ApiError::HostNotAllowed => "host_not_allowed",
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::TooManyRequests => "rate_limited",
             ApiError::TooManyInFlight => "too_many_in_flight",

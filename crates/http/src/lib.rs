@@ -22,6 +22,7 @@ pub mod error;
 mod extract;
 pub mod health;
 pub mod ops;
+pub mod origin;
 pub mod prometheus;
 pub mod search;
 pub mod suggest;
@@ -152,7 +153,7 @@ fn document(
                     add("401", "no key sent: `Authorization: Bearer <key>`");
                     add(
                         "403",
-                        "a wrong key, or admin from another machine with no admin key set",
+                        "a wrong key; admin from another machine, or under a Host that is not loopback or allowed, with no admin key set; a write sent by a page of another site",
                     );
                 }
                 if has_body {
@@ -244,6 +245,9 @@ impl Default for InputLimits {
 #[derive(Clone, Debug)]
 pub struct Limits {
     pub keys: Keys,
+    /// Hosts besides loopback for keyless admin and browser writes
+    /// (`CHAJA_ALLOWED_HOSTS`; see `origin`).
+    pub allowed_hosts: origin::AllowedHosts,
     /// Who a request comes from (trusted proxies).
     pub clients: client::ClientResolver,
     /// Requests per second per client; 0 is no limit.
@@ -259,6 +263,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             keys: Keys::default(),
+            allowed_hosts: Default::default(),
             clients: client::ClientResolver::default(),
             rate_per_second: 0,
             in_flight_per_client: 0,
@@ -275,6 +280,7 @@ pub fn router(state: AppState, limits: &Limits, extra: OpenApiRouter<AppState>) 
     prometheus::install();
     let guard = ops::Guard::new(
         limits.keys.clone(),
+        limits.allowed_hosts.clone(),
         limits.clients.clone(),
         limits.rate_per_second,
         limits.in_flight_per_client,

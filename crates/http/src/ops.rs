@@ -16,8 +16,9 @@ use axum::response::{IntoResponse, Response};
 use axum::BoxError;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-use super::client::ClientResolver;
+use crate::client::ClientResolver;
 use crate::error::ApiError;
+use crate::origin::{self, AllowedHosts};
 
 /// The keys by scope. Each guards its own scope only: the admin key does
 /// not open writes, nor the write key admin.
@@ -115,6 +116,7 @@ fn check(
 #[derive(Clone)]
 pub struct Guard {
     keys: Keys,
+    hosts: AllowedHosts,
     resolver: ClientResolver,
     limiter: Option<Arc<Limiter>>,
     in_flight: Option<Arc<InFlight>>,
@@ -127,6 +129,7 @@ impl Guard {
     /// test on the same machine measures the server.
     pub fn new(
         keys: Keys,
+        hosts: AllowedHosts,
         resolver: ClientResolver,
         per_second: u32,
         in_flight_per_client: usize,
@@ -146,6 +149,7 @@ impl Guard {
         });
         Guard {
             keys,
+            hosts,
             resolver,
             limiter,
             in_flight,
@@ -257,6 +261,17 @@ pub async fn guard(State(guard): State<Guard>, mut request: Request, next: Next)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     let scope = scope(request.method(), request.uri().path());
+    // Before the key: a page of another site must not use a key the
+    // operator's browser holds (or loopback trust) to change anything.
+    if matches!(scope, Scope::Write | Scope::Admin)
+        && origin::cross_site(request.method(), request.headers(), &guard.hosts)
+    {
+        return ApiError::CrossSite.into_response();
+    }
+    if scope == Scope::Admin && guard.keys.admin.is_none() && !guard.hosts.admits(request.headers())
+    {
+        return ApiError::HostNotAllowed.into_response();
+    }
     match check(
         &guard.keys,
         scope,
@@ -381,7 +396,13 @@ mod tests {
 
     #[test]
     fn the_rate_limiter_forgets_clients_whose_quota_refilled() {
-        let guard = Guard::new(Keys::default(), ClientResolver::default(), 1000, 0);
+        let guard = Guard::new(
+            Keys::default(),
+            AllowedHosts::default(),
+            ClientResolver::default(),
+            1000,
+            0,
+        );
         let limiter = guard.limiter.expect("a limit is set");
         for i in 0..1000u32 {
             let ip = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i));
