@@ -158,7 +158,7 @@ proptest! {
             // The oracle splits the query as typed, then normalizes each
             // word: normalized LIKE, word by word.
             let words: Vec<Keyword> = q.split_whitespace().map(|w| Keyword(normalize(w))).collect();
-            let mut expected: Vec<(i64, u64)> = docs
+            let mut expected: Vec<(i64, u64, u64)> = docs
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| !deleted.contains(i))
@@ -170,14 +170,14 @@ proptest! {
                 })
                 .filter(|d| filter.from.is_none_or(|f| d.created_at >= f))
                 .filter(|d| filter.to.is_none_or(|t| d.created_at <= t))
-                .map(|d| (d.created_at, chaja_index::uid(d.source, &d.key)))
+                .map(|d| (d.created_at, chaja_index::uid(&d.key), chaja_index::tag(d.source, &d.key)))
                 .collect();
             expected.sort_unstable_by(|a, b| b.cmp(a));
             if sort == Sort::Oldest {
                 expected.reverse();
             }
             // Walk every page with cursors; the pages together are the set.
-            let mut walked: Vec<(i64, u64)> = Vec::new();
+            let mut walked: Vec<(i64, u64, u64)> = Vec::new();
             let mut after = None;
             loop {
                 let request = Request {
@@ -188,8 +188,8 @@ proptest! {
                 };
                 let response = search_split(&generation, &request, split).unwrap();
                 prop_assert_eq!(response.total, expected.len() as u64, "total for {:?}", q);
-                // By source: the uid's low bits.
-                let reviews = expected.iter().filter(|(_, uid)| chaja_index::uid_source(*uid) == 1).count() as u64;
+                // By source: the tag's low bits.
+                let reviews = expected.iter().filter(|(_, _, tag)| chaja_index::tag_source(*tag) == 1).count() as u64;
                 prop_assert_eq!(
                     &response.by_source[..2],
                     &[expected.len() as u64 - reviews, reviews][..],
@@ -197,7 +197,7 @@ proptest! {
                     q
                 );
                 prop_assert!(response.hits.len() <= size);
-                walked.extend(response.hits.iter().map(|h| (h.created_at, chaja_index::uid(h.source, &h.key))));
+                walked.extend(response.hits.iter().map(|h| (h.created_at, chaja_index::uid(&h.key), chaja_index::tag(h.source, &h.key))));
                 match response.hits.last() {
                     Some(last) if response.hits.len() == size => after = Some(last.rank),
                     _ => break,

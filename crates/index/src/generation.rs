@@ -14,7 +14,7 @@ use chaja_core::sources::{Sources, MAX_SOURCES};
 use crate::checkpoint::{read_checkpoint, Checkpoint};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::GramTokenizer;
-use crate::uid::uid_source;
+use crate::uid::tag_source;
 use crate::writer::{for_each_live_key, DocWriter};
 use crate::{morph, search, IndexError, Result};
 
@@ -29,7 +29,7 @@ pub(crate) const SOURCES_FILE: &str = "sources";
 /// compares the file with its list of sources alone) from adopting a
 /// rebuild in this layout, whose keywords it would look up in fields that
 /// no longer hold them.
-const LAYOUT: &str = "layout: grams4";
+const LAYOUT: &str = "layout: grams4 tag";
 
 /// What [`SOURCES_FILE`] holds for a generation of `sources`.
 pub(crate) fn generation_stamp(sources: &Sources) -> String {
@@ -65,7 +65,7 @@ pub struct Generation {
 }
 
 /// segment → the source position of each of its documents. A segment's
-/// documents never change, so this is read from `uid` once per segment;
+/// documents never change, so this is read from `tag` once per segment;
 /// entries of segments merged away expire unused.
 pub type DocSources = moka::sync::Cache<tantivy::index::SegmentId, Arc<[u8]>>;
 
@@ -173,8 +173,9 @@ impl Generation {
     }
 
     /// Keys (`<source>:<key>`) that more than one live document carries.
-    /// Blocking. A pass over the `uid` column finds candidates (a string
-    /// key's uid is a hash, so two keys may share one); only the segments
+    /// Blocking. A pass over the `uid` column finds candidates (rows of two
+    /// sources may share an integer key, and a string key's uid is a hash,
+    /// so a candidate may be no duplicate); only the segments
     /// that hold a candidate have their keys read.
     pub fn duplicate_keys(&self) -> Result<Vec<String>> {
         let searcher = self.reader.searcher();
@@ -216,16 +217,16 @@ impl Generation {
         self.reader.searcher().num_docs()
     }
 
-    /// Live documents by source, read from the `uid` column. Blocking: a
+    /// Live documents by source, read from the `tag` column. Blocking: a
     /// pass over every document.
     pub fn docs_by_source(&self) -> Result<search::SourceCounts> {
         let searcher = self.reader.searcher();
         let mut counts = [0u64; MAX_SOURCES];
         for segment in searcher.segment_readers() {
-            let uid = segment.fast_fields().u64("uid")?;
+            let tag = segment.fast_fields().u64("tag")?;
             for doc in segment.doc_ids_alive() {
-                if let Some(u) = uid.first(doc) {
-                    counts[uid_source(u)] += 1;
+                if let Some(t) = tag.first(doc) {
+                    counts[tag_source(t)] += 1;
                 }
             }
         }

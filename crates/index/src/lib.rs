@@ -49,7 +49,7 @@ pub use disk::{
 pub use error::IndexError;
 pub use generation::{DocSources, Generation, SegmentTotals};
 pub use live::SearchIndex;
-pub use uid::{key_term, parse_key_term, uid, uid_has_string_key, uid_source};
+pub use uid::{key_term, parse_key_term, tag, tag_has_string_key, tag_source, uid};
 pub use version::Version;
 pub use writer::{for_each_live_key, DocWriter, Morphemes, BODY_SEPARATOR};
 

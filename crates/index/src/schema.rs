@@ -15,11 +15,14 @@ pub const MORPH: &str = "chaja_morph";
 /// Field handles, resolved once per opened index.
 #[derive(Clone, Copy, Debug)]
 pub struct Fields {
-    /// The row's source in the low 4 bits, bit 4 set for a string key,
-    /// and above them the integer key (or 59 bits of a string key's hash):
-    /// the tiebreak of the sort (`created_at DESC`, then the key) and the
-    /// source a match counts for.
+    /// The integer key, sign bit flipped (or 64 bits of a string key's
+    /// hash): with `tag`, the tiebreak of the sort (`created_at DESC`, then
+    /// the key), unique per row (see `uid`).
     pub uid: Field,
+    /// The row's source in the low 4 bits, bit 4 set for a string key, and
+    /// above them 59 more bits of a string key's hash: the source a match
+    /// counts for.
+    pub tag: Field,
     /// `<source>:<key>`, the key as the outbox writes it: the delete term,
     /// stored for the hit's `id`, and a fast column for `verify`.
     pub key: Field,
@@ -61,6 +64,7 @@ impl Fields {
     pub fn from_schema(schema: &Schema) -> tantivy::Result<Fields> {
         Ok(Fields {
             uid: schema.get_field("uid")?,
+            tag: schema.get_field("tag")?,
             key: schema.get_field("key")?,
             created_at: schema.get_field("created_at")?,
             digest: schema.get_field("digest")?,
@@ -82,6 +86,7 @@ pub fn build_schema() -> Schema {
     let mut b = Schema::builder();
     let number = || NumericOptions::default() | FAST | INDEXED;
     b.add_u64_field("uid", NumericOptions::default() | FAST);
+    b.add_u64_field("tag", NumericOptions::default() | FAST);
     b.add_text_field("key", (STRING | STORED).set_fast("raw"));
     b.add_i64_field("created_at", number());
     b.add_u64_field("digest", NumericOptions::default() | FAST);

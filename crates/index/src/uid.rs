@@ -1,40 +1,57 @@
 //! A document's `uid` and `key`: how a row is named in the index.
 //!
-//! `uid` is a fast `u64`: the source in its low bits, a string-key flag,
-//! then the integer key or a hash of the string key. It is the sort
-//! tiebreak of equal `created_at`s and tells a match's source without
-//! reading its stored fields. `key` is the text `<source position>:<key>`:
+//! `uid` and `tag` are fast `u64`s: the integer key (or a string key's
+//! hash), and the source with a string-key flag (and more of the hash).
+//! Together they are the sort tiebreak of equal `created_at`s, unique per
+//! row, and `tag` tells a match's source without reading its stored
+//! fields. `key` is the text `<source position>:<key>`:
 //! the term a delete names, and what `verify` reads back.
 
 use chaja_core::model::Key;
 use chaja_core::sources::{SourceId, MAX_SOURCES};
 
-/// Bits of a `uid` that hold the source; the next one says the key is a
+/// Bits of a `tag` that hold the source; the next one says the key is a
 /// string.
 const SOURCE_BITS: u32 = 4;
 const STRING_KEY: u64 = 1 << SOURCE_BITS;
 
-/// The sort tiebreak and source of a row (see `Fields::uid`).
-pub fn uid(source: SourceId, key: &Key) -> u64 {
-    let source = source.index() as u64;
+/// The first half of a row's tiebreak (see `Fields::uid`): an integer key
+/// whole, its sign bit flipped so that `u64` order is key order; a string
+/// key's first 64 bits of BLAKE3.
+pub fn uid(key: &Key) -> u64 {
     match key {
-        Key::Int(i) => ((*i as u64) << (SOURCE_BITS + 1)) | source,
-        Key::Str(s) => {
-            let hash = blake3::hash(s.as_bytes());
-            let high = u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"));
-            (high << (SOURCE_BITS + 1)) | STRING_KEY | source
-        }
+        Key::Int(i) => (*i as u64) ^ (1 << 63),
+        Key::Str(s) => hash_word(s, 0),
     }
 }
 
-/// The source a `uid` belongs to.
-pub fn uid_source(uid: u64) -> usize {
-    (uid & (MAX_SOURCES as u64 - 1)) as usize
+/// The second half (see `Fields::tag`): the source in the low 4 bits, bit
+/// 4 for a string key, and above them 59 more bits of a string key's hash.
+/// With `uid`, no two rows of a source share a tiebreak (string keys: by
+/// 123 bits of a hash).
+pub fn tag(source: SourceId, key: &Key) -> u64 {
+    let source = source.index() as u64;
+    match key {
+        Key::Int(_) => source,
+        Key::Str(s) => (hash_word(s, 1) << (SOURCE_BITS + 1)) | STRING_KEY | source,
+    }
 }
 
-/// Whether the `uid` is of a string key.
-pub fn uid_has_string_key(uid: u64) -> bool {
-    uid & STRING_KEY != 0
+/// Word `i` (0 or 1) of the BLAKE3 hash of `text`.
+fn hash_word(text: &str, i: usize) -> u64 {
+    let hash = blake3::hash(text.as_bytes());
+    let bytes = &hash.as_bytes()[i * 8..i * 8 + 8];
+    u64::from_le_bytes(bytes.try_into().expect("8 bytes"))
+}
+
+/// The source a `tag` belongs to.
+pub fn tag_source(tag: u64) -> usize {
+    (tag & (MAX_SOURCES as u64 - 1)) as usize
+}
+
+/// Whether the `tag` is of a string key.
+pub fn tag_has_string_key(tag: u64) -> bool {
+    tag & STRING_KEY != 0
 }
 
 /// The `key` term of a row: `<source position>:<key text>`.

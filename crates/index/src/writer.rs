@@ -9,7 +9,7 @@ use chaja_core::sources::SourceId;
 
 use crate::checkpoint::Checkpoint;
 use crate::schema::Fields;
-use crate::uid::{key_term, uid};
+use crate::uid::{key_term, tag, uid};
 use crate::{morph, Result};
 
 /// Joins a row's body fields in the stored `content` field, and the title
@@ -69,7 +69,8 @@ impl DocWriter {
     pub fn add(&mut self, doc: &Doc, morphemes: Morphemes) -> Result<()> {
         let f = &self.fields;
         let mut d = TantivyDocument::new();
-        d.add_u64(f.uid, uid(doc.source, &doc.key));
+        d.add_u64(f.uid, uid(&doc.key));
+        d.add_u64(f.tag, tag(doc.source, &doc.key));
         d.add_text(f.key, key_term(doc.source, &doc.key.text()));
         d.add_i64(f.created_at, doc.created_at);
         d.add_u64(f.digest, doc.digest());

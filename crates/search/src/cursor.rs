@@ -34,7 +34,7 @@ struct CursorBody {
 
 /// The first byte of every cursor body: a later format gets another, and
 /// an older server answers its cursors with a 400, not a wrong page.
-const CURSOR_VERSION: u8 = 1;
+const CURSOR_VERSION: u8 = 2;
 
 /// `base64(version, json).base64(mac)`: opaque to clients, and a changed
 /// byte is a 400 rather than a silently different page.
@@ -97,8 +97,8 @@ mod tests {
     fn cursors_round_trip_and_reject_changes() {
         let key = [7; 32];
         let r = request("스프링");
-        let token = encode((0, 123, 456), &r, &key);
-        assert_eq!(decode(&token, &r, &key).unwrap(), ((0, 123, 456), r.now));
+        let token = encode((0, 123, 456, 7), &r, &key);
+        assert_eq!(decode(&token, &r, &key).unwrap(), ((0, 123, 456, 7), r.now));
         // Another query, another key, a flipped character, garbage.
         assert_eq!(
             decode(&token, &request("부트"), &key),
@@ -121,15 +121,15 @@ mod tests {
         for forged in [i64::MIN, -1, r.now + 2 * 86_400_000, i64::MAX] {
             let mut at = r.clone();
             at.now = forged;
-            let token = encode((0, 123, 456), &at, &key);
+            let token = encode((0, 123, 456, 7), &at, &key);
             assert!(decode(&token, &r, &key).is_err(), "{forged}");
         }
         // A cursor of another format version.
         r.now = 1;
-        let token = encode((0, 1, 2), &r, &key);
+        let token = encode((0, 1, 2, 3), &r, &key);
         let (body, _) = token.split_once('.').unwrap();
         let mut raw = URL_SAFE_NO_PAD.decode(body).unwrap();
-        raw[0] = 2;
+        raw[0] = 1;
         let body = URL_SAFE_NO_PAD.encode(&raw);
         let mac = URL_SAFE_NO_PAD.encode(&blake3::keyed_hash(&key, &raw).as_bytes()[..16]);
         assert!(decode(&format!("{body}.{mac}"), &r, &key).is_err());

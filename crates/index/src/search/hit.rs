@@ -8,7 +8,7 @@ use chaja_core::text::{highlight, lead, Keyword, SNIPPET_CHARS, TITLE_CHARS};
 
 use super::request::{Hit, Rank};
 use crate::schema::Fields;
-use crate::{parse_key_term, uid_has_string_key, BODY_SEPARATOR};
+use crate::{parse_key_term, tag_has_string_key, BODY_SEPARATOR};
 use crate::{IndexError, Result};
 
 pub(super) fn load_hit(
@@ -46,15 +46,15 @@ pub(super) fn load_hit(
         .i64("created_at")?
         .first(address.doc_id)
         .unwrap_or_default();
-    let uid = segment
+    let tag = segment
         .fast_fields()
-        .u64("uid")?
+        .u64("tag")?
         .first(address.doc_id)
         .unwrap_or_default();
     let (source, key_text) = parse_key_term(&key_term)
         .ok_or_else(|| IndexError::invalid(format!("bad stored key {key_term:?}")))?;
     let key = match key_text.parse() {
-        Ok(i) if !uid_has_string_key(uid) => Key::Int(i),
+        Ok(i) if !tag_has_string_key(tag) => Key::Int(i),
         _ => Key::Str(key_text.to_owned()),
     };
     Ok(Hit {

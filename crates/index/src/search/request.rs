@@ -6,7 +6,7 @@ use chaja_core::sources::SourceId;
 use chaja_core::text::Keyword;
 
 use super::SourceCounts;
-use crate::{morph, uid_source};
+use crate::{morph, tag_source};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Sort {
@@ -25,15 +25,17 @@ pub enum Sort {
 }
 
 /// A hit's place in the requested order: larger comes first. Cursors carry
-/// it, and the next page takes only ranks below it.
-pub type Rank = (i64, i64, u64);
+/// it, and the next page takes only ranks below it, so no two documents
+/// may share one: the last two parts are the row's `uid` and `tag`, unique
+/// per row (see `uid`).
+pub type Rank = (i64, i64, u64, u64);
 
-pub(super) fn rank(sort: Sort, created_at: i64, uid: u64, score: f32) -> Rank {
+pub(super) fn rank(sort: Sort, created_at: i64, uid: u64, tag: u64, score: f32) -> Rank {
     match sort {
-        Sort::Recent => (0, created_at, uid),
-        Sort::Oldest => (0, -created_at, u64::MAX - uid),
+        Sort::Recent => (0, created_at, uid, tag),
+        Sort::Oldest => (0, -created_at, u64::MAX - uid, u64::MAX - tag),
         // BM25 scores are never negative, so their bits order like them.
-        Sort::Relevance => (i64::from(score.max(0.0).to_bits()), created_at, uid),
+        Sort::Relevance => (i64::from(score.max(0.0).to_bits()), created_at, uid, tag),
     }
 }
 
@@ -49,9 +51,9 @@ pub struct Filter {
 }
 
 impl Filter {
-    pub(super) fn accepts(&self, created_at: i64, uid: u64) -> bool {
+    pub(super) fn accepts(&self, created_at: i64, tag: u64) -> bool {
         self.source
-            .is_none_or(|source| uid_source(uid) == source.index())
+            .is_none_or(|source| tag_source(tag) == source.index())
             && self.from.is_none_or(|from| created_at >= from)
             && self.to.is_none_or(|to| created_at <= to)
     }

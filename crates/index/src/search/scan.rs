@@ -16,7 +16,7 @@ use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
 use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
 use super::{Partial, SourceCounts};
-use crate::{uid_source, DocSources};
+use crate::{tag_source, DocSources};
 use crate::{IndexError, Result};
 
 /// The recency factor of `sort=relevance`: BM25 × (1 + 0.2 × 2^(−age/180 d)).
@@ -73,7 +73,7 @@ pub(super) struct Work<'a> {
 }
 
 /// The source position of every document of `segment`, one byte each:
-/// what counting by source reads per match, instead of a 64-bit `uid`
+/// what counting by source reads per match, instead of a 64-bit `tag`
 /// (1 MB for a million documents, kept per segment).
 pub(super) fn doc_sources(
     cache: &DocSources,
@@ -81,18 +81,18 @@ pub(super) fn doc_sources(
 ) -> std::result::Result<Arc<[u8]>, ScanError> {
     cache
         .try_get_with(segment.segment_id(), || {
-            let uid = segment.fast_fields().u64("uid")?;
+            let tag = segment.fast_fields().u64("tag")?;
             let max = segment.max_doc();
             let mut sources = Vec::with_capacity(max as usize);
             let mut docs = Vec::with_capacity(4096);
-            let mut uids = vec![None; 4096];
+            let mut tags = vec![None; 4096];
             for start in (0..max).step_by(4096) {
                 docs.clear();
                 docs.extend(start..max.min(start + 4096));
-                let uids = &mut uids[..docs.len()];
-                uids.fill(None);
-                uid.first_vals(&docs, uids);
-                sources.extend(uids.iter().map(|u| uid_source(u.unwrap_or_default()) as u8));
+                let tags = &mut tags[..docs.len()];
+                tags.fill(None);
+                tag.first_vals(&docs, tags);
+                sources.extend(tags.iter().map(|t| tag_source(t.unwrap_or_default()) as u8));
             }
             Ok::<_, tantivy::TantivyError>(Arc::from(sources))
         })
@@ -122,6 +122,7 @@ pub(super) fn scan(
     let mut scorer = weight.scorer(segment, 1.0)?;
     let created = segment.fast_fields().i64("created_at")?;
     let uid = segment.fast_fields().u64("uid")?;
+    let tag = segment.fast_fields().u64("tag")?;
     let alive = segment.alive_bitset();
     let filter = &request.filter;
     // Only newest-first follows the segment order.
@@ -153,7 +154,7 @@ pub(super) fn scan(
             continue;
         }
         let created_at = created.first(doc).unwrap_or_default();
-        let doc_uid = uid.first(doc).unwrap_or_default();
+        let doc_tag = tag.first(doc).unwrap_or_default();
         if can_stop && top.len() == k {
             let kth = top.peek().map_or(i64::MIN, |Reverse((r, _))| r.1);
             if created_at < kth {
@@ -165,14 +166,15 @@ pub(super) fn scan(
                 break;
             }
         }
-        if filter.accepts(created_at, doc_uid) {
-            counts[uid_source(doc_uid)] += 1;
+        if filter.accepts(created_at, doc_tag) {
+            counts[tag_source(doc_tag)] += 1;
             let score = if request.sort == Sort::Relevance {
                 with_recency(scorer.score(), created_at, now)
             } else {
                 0.0
             };
-            let r = rank(request.sort, created_at, doc_uid, score);
+            let doc_uid = uid.first(doc).unwrap_or_default();
+            let r = rank(request.sort, created_at, doc_uid, doc_tag, score);
             if request.after.is_none_or(|after| r < after) {
                 if top.len() < k {
                     top.push(Reverse((r, doc)));
