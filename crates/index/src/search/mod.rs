@@ -129,13 +129,26 @@ fn search_within(
     let mut tasks: Vec<(u32, Range<DocId>, Option<SourceCounts>)> = Vec::new();
     let mut keys = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-        let window = time_window(segment, &request.filter)?;
+        let mut window = time_window(segment, &request.filter)?;
         let key = (
             segment.segment_id(),
             segment.num_deleted_docs(),
             counts_key.clone(),
         );
         let known_total = generation.totals.get(&key);
+        // A newest-first cursor page with its totals known needs only the
+        // matches from the cursor on: every one before it ranks above the
+        // cursor, and the segment is sorted newest first. So a deep page
+        // costs its own size, not its depth.
+        if let (Some(after), Some(_), Sort::Recent) = (request.after, known_total, request.sort) {
+            let to = request.filter.to.map_or(after.1, |to| to.min(after.1));
+            let from_cursor = Filter {
+                to: Some(to),
+                ..request.filter.clone()
+            };
+            window.start = window.start.max(time_window(segment, &from_cursor)?.start);
+            window.end = window.end.max(window.start);
+        }
         // A known total still leaves the top-k to find: halves keep both
         // cores busy for the orders that cannot stop early. The first half
         // carries the segment's total, the second adds nothing to it.
