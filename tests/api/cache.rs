@@ -90,7 +90,7 @@ async fn redis_keeps_answers_across_a_restart(store: Store) {
     wait_until(
         Duration::from_secs(30),
         "the answer never reached redis",
-        || async { redis_keys(&prefix, "search:v3:").await.len() == 1 },
+        || async { redis_keys(&prefix, "search:v4:").await.len() == 1 },
     )
     .await;
     // A new process has an empty L1; the answer comes from Redis, younger
@@ -179,7 +179,7 @@ async fn a_flood_of_unique_queries_evicts_no_hot_key_and_stays_out_of_redis() {
     assert_eq!(hot["cache"]["hit"], true, "the hot key was evicted");
     assert_eq!(app.state.search.cache.computations(), computed + 1000);
     let prefix = app.args.cache.cache_prefix.clone();
-    assert_eq!(redis_keys(&prefix, "search:v3:").await.len(), 1);
+    assert_eq!(redis_keys(&prefix, "search:v4:").await.len(), 1);
     app.finish().await;
 }
 
@@ -254,14 +254,14 @@ async fn redis_stopped_under_load_opens_the_breaker_and_searches_go_on() {
 }
 
 fn answer(watermark: i64) -> Answer {
-    let no_hits = serde_json::value::RawValue::from_string("[]".to_owned()).unwrap();
-    Answer::new(
-        vec![1, 0],
-        no_hits,
-        None,
+    Answer {
+        by_source: vec![1, 0],
+        hits: Vec::new(),
+        ranks: Vec::new(),
+        more: false,
         watermark,
-        chaja_core::clock::now_ms(),
-    )
+        computed_at_ms: chaja_core::clock::now_ms(),
+    }
 }
 
 /// Two replicas sharing Redis: when a hot key expires on both, one of them
@@ -300,7 +300,7 @@ fn in_l2(url: &str, prefix: &str, key: &str) -> bool {
             "-p",
             port,
             "exists",
-            &format!("{prefix}:search:v3:{key}"),
+            &format!("{prefix}:search:v4:{key}"),
         ])
         .output()
         .unwrap();
@@ -557,4 +557,44 @@ fn hot() -> chaja_index::search::SearchKey {
     let request =
         chaja_index::search::Request::newest_first(chaja_core::text::parse_query("hot"), 10);
     chaja_index::search::SearchKey::first_page(&request)
+}
+
+/// A client varying `size` makes no new cache key: sizes up to 10 are
+/// served from one answer computed at 10, each page the first hits of it,
+/// with its own cursor. (Each size was a key and a search of its own.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smaller_pages_are_served_from_one_cached_answer() {
+    let app = spawn_app_with(Store::Sqlite, |a| {
+        a.cache.max_stale = Duration::from_secs(60)
+    })
+    .await;
+    let user = app.create_user("u").await;
+    for i in 0..15 {
+        app.create_question(user, &format!("크기 {i}"), "본문")
+            .await;
+    }
+    app.wait_indexed().await;
+    let full = app.search("크기", "&size=10").await;
+    let computed = app.state.search.cache.computations();
+    for size in [1, 3, 5, 9] {
+        let page = app.search("크기", &format!("&size={size}")).await;
+        assert_eq!(page["total"], 15);
+        assert_eq!(
+            page["hits"].as_array().unwrap()[..],
+            full["hits"].as_array().unwrap()[..size],
+            "size {size}"
+        );
+        // Its cursor continues right after its own last hit.
+        let cursor = page["next_cursor"].as_str().expect("more follow");
+        let next = app
+            .search("크기", &format!("&size={size}&cursor={cursor}"))
+            .await;
+        assert_eq!(next["hits"][0], full["hits"][size], "size {size}");
+    }
+    assert_eq!(app.state.search.cache.computations(), computed);
+    // The last page of a bucket that holds every hit has no cursor.
+    let all = app.search("크기", "&size=20").await;
+    assert_eq!(all["hits"].as_array().unwrap().len(), 15);
+    assert!(all["next_cursor"].is_null(), "{}", all["next_cursor"]);
+    app.finish().await;
 }

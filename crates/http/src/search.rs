@@ -401,12 +401,9 @@ async fn search_handler(
     // is served many times a second without serializing again.
     let encode = {
         let sources = sources.clone();
-        Box::new(move |hits: Vec<Hit>| {
-            let hits: Vec<HitBody> = hits
-                .into_iter()
-                .map(|hit| HitBody::new(hit, &sources))
-                .collect();
-            serde_json::value::to_raw_value(&hits).expect("hits serialize to json")
+        Box::new(move |hit: Hit| {
+            serde_json::value::to_raw_value(&HitBody::new(hit, &sources))
+                .expect("a hit serializes to json")
         })
     };
     let served = state.search.search(&request, asked, encode).await?;
@@ -441,14 +438,14 @@ async fn search_handler(
     let body = serde_json::to_vec(&Body {
         total: answer.total(),
         totals: type_totals(&sources, &answer.by_source),
-        hits: &answer.hits,
+        hits: &served.hits,
         expanded,
         did_you_mean: served
             .did_you_mean
             .as_deref()
             .map(Vec::as_slice)
             .filter(|a| !a.is_empty()),
-        next_cursor: &answer.next_cursor,
+        next_cursor: &served.next_cursor,
         took_ms: ms(took),
         cache: served.cache,
     })

@@ -39,9 +39,22 @@ pub const LOW_RESULTS: u64 = 2;
 /// that a flood of misses costs one lookup each, not one per request.
 type AlternativesCache = moka::future::Cache<String, Arc<Vec<Alternative>>>;
 
-/// Encodes a page of hits as the JSON array the API serves; the caller's,
-/// so that the shape of a hit stays with the HTTP layer.
-pub type EncodeHits = Box<dyn FnOnce(Vec<Hit>) -> Box<serde_json::value::RawValue> + Send>;
+/// Encodes each hit as the JSON value the API serves; the caller's, so
+/// that the shape of a hit stays with the HTTP layer.
+pub type EncodeHits = Box<dyn Fn(Hit) -> Box<serde_json::value::RawValue> + Send>;
+
+/// The page sizes first pages are computed and cached at: a request for
+/// another size is served from the smallest that holds it, so that a
+/// client varying `size` makes no new cache keys (and no new searches).
+const PAGE_BUCKETS: [usize; 4] = [10, 20, 50, 100];
+
+/// The size a first page of `size` hits is computed at.
+pub fn page_bucket(size: usize) -> usize {
+    PAGE_BUCKETS
+        .into_iter()
+        .find(|&bucket| bucket >= size)
+        .unwrap_or(size)
+}
 
 /// What a search asks beyond the request itself.
 pub struct Asked<'a> {
@@ -57,6 +70,10 @@ pub struct Asked<'a> {
 /// An answer as served to one request.
 pub struct Served {
     pub answer: Arc<Answer>,
+    /// The request's page of the answer's hits, as a JSON array.
+    pub hits: Box<serde_json::value::RawValue>,
+    /// Continues after the page's last hit; `None` when nothing follows.
+    pub next_cursor: Option<String>,
     pub cache: CacheStatus,
     /// Other queries that find something, for a first page that found
     /// little (empty when none do).
@@ -121,19 +138,26 @@ impl SearchService {
         encode: EncodeHits,
     ) -> Result<Served> {
         let index_time = Arc::new(Mutex::new(None::<Duration>));
+        // Only first pages are cached: deep pages and cursor pages are rare
+        // per key and would crowd out the hot set. A first page is computed
+        // at its size's bucket, and this request served its part of it.
+        let first_page = request.offset == 0 && request.after.is_none();
+        let computed = match first_page {
+            true => Request {
+                limit: page_bucket(request.limit),
+                ..request.clone()
+            },
+            false => request.clone(),
+        };
         let run = {
             let index_time = index_time.clone();
             let deadline = asked.started + self.request_timeout;
-            move |watermark: i64| {
-                self.compute(request.clone(), watermark, deadline, index_time, encode)
-            }
+            let computed = computed.clone();
+            move |watermark: i64| self.compute(computed, watermark, deadline, index_time, encode)
         };
-        // Only first pages are cached: deep pages and cursor pages are rare
-        // per key and would crowd out the hot set.
-        let first_page = request.offset == 0 && request.after.is_none();
         let (answer, cache) = if first_page {
             self.cache
-                .get_or_compute(&SearchKey::first_page(request), run)
+                .get_or_compute(&SearchKey::first_page(&computed), run)
                 .await?
         } else {
             let watermark = self.cache.version();
@@ -148,12 +172,38 @@ impl SearchService {
             None
         };
         let index_time = index_time.lock().expect("timing lock").unwrap_or_default();
+        let (hits, next_cursor) = self.page(&answer, request);
         Ok(Served {
             answer,
+            hits,
+            next_cursor,
             cache,
             did_you_mean,
             index_time,
         })
+    }
+
+    /// The first `request.limit` hits of `answer`, and the cursor after
+    /// them when more may follow.
+    fn page(
+        &self,
+        answer: &Answer,
+        request: &Request,
+    ) -> (Box<serde_json::value::RawValue>, Option<String>) {
+        let n = request.limit.min(answer.hits.len());
+        let mut json = String::from("[");
+        for (i, hit) in answer.hits[..n].iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            json.push_str(hit.get());
+        }
+        json.push(']');
+        let hits = serde_json::value::RawValue::from_string(json).expect("hits are JSON values");
+        let more = answer.hits.len() > n || answer.more;
+        let next_cursor = (n == request.limit && n > 0 && more)
+            .then(|| cursor::encode(answer.ranks[n - 1], request, &self.cursor_key));
+        (hits, next_cursor)
     }
 
     /// One search on the live generation, off the async workers.
@@ -193,19 +243,16 @@ impl SearchService {
         })
         .await??;
         stop.disarm();
-        let next_cursor = match response.hits.last() {
-            Some(last) if response.hits.len() == request.limit => {
-                Some(cursor::encode(last.rank, &request, &self.cursor_key))
-            }
-            _ => None,
-        };
-        Ok(Answer::new(
-            response.by_source[..sources].to_vec(),
-            encode(response.hits),
-            next_cursor,
+        let more = response.hits.len() == request.limit;
+        let ranks = response.hits.iter().map(|hit| hit.rank).collect();
+        Ok(Answer {
+            by_source: response.by_source[..sources].to_vec(),
+            hits: response.hits.into_iter().map(encode).collect(),
+            ranks,
+            more,
             watermark,
             computed_at_ms,
-        ))
+        })
     }
 
     /// Trending counts searches that found something: a query nobody's

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Result, SearchError};
 use chaja_core::clock::now_ms;
-use chaja_index::search::SearchKey;
+use chaja_index::search::{Rank, SearchKey};
 use chaja_index::Version;
 
 pub mod redis;
@@ -39,41 +39,35 @@ pub mod redis;
 pub use self::redis::{BreakerState, RedisTier};
 
 /// What is cached: the answer without per-request timing. Its hits are
-/// encoded by whoever computed it (the HTTP layer's JSON): the cache keeps
-/// and weighs bytes and never needs their type.
+/// encoded by whoever computed it (the HTTP layer's JSON), one by one: the
+/// cache keeps and weighs bytes and never needs their type, and a page of
+/// fewer hits is served from the first of them (see `service`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Answer {
     /// Matching rows by source position; see [`Answer::total`].
     pub by_source: Vec<u64>,
-    /// The hits as a JSON array.
-    pub hits: Box<serde_json::value::RawValue>,
-    pub next_cursor: Option<String>,
+    /// Each hit as a JSON value, in order.
+    pub hits: Vec<Box<serde_json::value::RawValue>>,
+    /// Each hit's rank, for the cursor of a page that ends there.
+    pub ranks: Vec<Rank>,
+    /// Whether the search may have found more than `hits`: it filled the
+    /// page it was asked for.
+    pub more: bool,
     /// The index version it was computed on ([`Version`]).
     pub watermark: i64,
     pub computed_at_ms: i64,
 }
 
 impl Answer {
-    /// `by_source` counts matches by source position.
-    pub fn new(
-        by_source: Vec<u64>,
-        hits: Box<serde_json::value::RawValue>,
-        next_cursor: Option<String>,
-        watermark: i64,
-        computed_at_ms: i64,
-    ) -> Answer {
-        Answer {
-            by_source,
-            hits,
-            next_cursor,
-            watermark,
-            computed_at_ms,
-        }
-    }
-
     /// Every matching row, exactly.
     pub fn total(&self) -> u64 {
         self.by_source.iter().sum()
+    }
+
+    /// Bytes held, for the cache's weigher.
+    fn weight(&self) -> usize {
+        let hits: usize = self.hits.iter().map(|h| h.get().len()).sum();
+        hits + self.ranks.len() * std::mem::size_of::<Rank>() + 64
     }
 }
 
@@ -170,7 +164,7 @@ impl SearchCache {
         let l1 = moka::future::Cache::builder()
             .max_capacity(settings.l1_bytes)
             .weigher(|key: &String, entry: &Arc<Entry>| {
-                let bytes = 256 + key.len() + entry.answer.hits.get().len();
+                let bytes = 256 + key.len() + entry.answer.weight();
                 u32::try_from(bytes).unwrap_or(u32::MAX)
             })
             .build();
@@ -439,7 +433,7 @@ fn served(answer: Arc<Answer>, now: i64, stale: bool) -> (Arc<Answer>, CacheStat
 
 impl L2 {
     fn key(&self, key: &str) -> String {
-        format!("{}search:v3:{key}", self.redis.prefix)
+        format!("{}search:v4:{key}", self.redis.prefix)
     }
 
     fn lock_key(&self, key: &str) -> String {
@@ -516,10 +510,6 @@ static UNLOCK: std::sync::LazyLock<::redis::Script> = std::sync::LazyLock::new(|
 mod tests {
     use super::*;
 
-    fn no_hits() -> Box<serde_json::value::RawValue> {
-        serde_json::value::RawValue::from_string("[]".to_owned()).unwrap()
-    }
-
     fn hot() -> SearchKey {
         let request =
             chaja_index::search::Request::newest_first(chaja_core::text::parse_query("hot"), 10);
@@ -527,7 +517,14 @@ mod tests {
     }
 
     fn answer(watermark: i64) -> Answer {
-        Answer::new(vec![1, 0], no_hits(), None, watermark, now_ms())
+        Answer {
+            by_source: vec![1, 0],
+            hits: Vec::new(),
+            ranks: Vec::new(),
+            more: false,
+            watermark,
+            computed_at_ms: now_ms(),
+        }
     }
 
     fn cache(grace_ms: u64, version: &Version) -> SearchCache {
