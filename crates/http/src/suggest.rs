@@ -10,7 +10,7 @@ use utoipa_axum::routes;
 
 use super::{ApiQuery, AppState};
 use crate::error::{ApiError, ErrorBody, Result};
-use chaja_search::suggest::Suggestion;
+use chaja_search::suggest::{Suggestion, MAX_LIMIT};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(suggest_handler))
@@ -42,10 +42,10 @@ async fn suggest_handler(
     ApiQuery(params): ApiQuery<SuggestParams>,
 ) -> Result<Json<SuggestResponse>> {
     let limit = params.limit.unwrap_or(10);
-    if !(1..=50).contains(&limit) {
+    if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad_request(
             "invalid_limit",
-            "limit must be between 1 and 50",
+            format!("limit must be between 1 and {MAX_LIMIT}"),
         ));
     }
     let q = params.q.trim();
@@ -59,6 +59,8 @@ async fn suggest_handler(
             format!("q must be at most {max} characters"),
         ));
     }
-    let suggestions = state.search.suggester.suggest(q, limit);
+    // Bounded, but CPU work: off the async workers.
+    let (suggester, q) = (state.search.suggester.clone(), q.to_owned());
+    let suggestions = tokio::task::spawn_blocking(move || suggester.suggest(&q, limit)).await?;
     Ok(Json(SuggestResponse { suggestions }))
 }

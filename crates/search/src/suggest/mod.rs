@@ -10,7 +10,9 @@
 //! keystrokes (plain prefixes, half-typed syllables, Latin-typed Hangul),
 //! initials (초성) and plain text. A lookup is a binary search for the
 //! prefix and a scan of its range, so it never touches the database or
-//! the index.
+//! the index; and its cost is bounded: a prefix whose range holds more
+//! than [`SCAN_CAP`] keys (`ㄱ`, `a`) has its best [`MAX_LIMIT`] kept at
+//! build time, and is answered from those.
 
 pub mod hangul;
 
@@ -35,6 +37,16 @@ pub const SEARCH_WEIGHT: u64 = 10;
 /// Searched keywords taken as candidates.
 const TRENDING_CANDIDATES: usize = 1_000;
 
+/// The most suggestions one lookup returns (the API's `limit`).
+pub const MAX_LIMIT: usize = 50;
+
+/// A prefix range of at most this many keys is scanned; a longer one is
+/// answered from its best entries, kept when the candidates are built.
+pub const SCAN_CAP: usize = 256;
+
+/// Keys around the query's place that `did_you_mean` compares with it.
+const NEIGHBOURS: usize = 2_000;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Suggestion {
     pub text: String,
@@ -48,6 +60,58 @@ struct Candidates {
     /// (key, entry index), sorted by key.
     by_keystrokes: Vec<(String, u32)>,
     by_initials: Vec<(String, u32)>,
+    /// Prefixes of more than `SCAN_CAP` keys: their best `MAX_LIMIT`
+    /// entries, best first.
+    top_keystrokes: HashMap<String, Vec<u32>>,
+    top_initials: HashMap<String, Vec<u32>>,
+}
+
+/// For every prefix (in characters) shared by more than `SCAN_CAP` keys,
+/// its best `MAX_LIMIT` entries, best first. Each length's long ranges are
+/// disjoint, so this is O(keys × key length) to build and holds at most
+/// `MAX_LIMIT` entries per `SCAN_CAP` keys per length.
+fn long_ranges(keys: &[(String, u32)], entries: &[Suggestion]) -> HashMap<String, Vec<u32>> {
+    let mut top = HashMap::new();
+    let longest = keys
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    for length in 1..=longest {
+        let prefix_of = |key: &str| -> Option<String> {
+            let end = key.char_indices().nth(length).map_or(key.len(), |(i, _)| i);
+            (key.chars().count() >= length).then(|| key[..end].to_owned())
+        };
+        let mut start = 0;
+        while start < keys.len() {
+            let Some(prefix) = prefix_of(&keys[start].0) else {
+                start += 1;
+                continue;
+            };
+            let len = keys[start..].partition_point(|(k, _)| k.starts_with(prefix.as_str()));
+            if len > SCAN_CAP {
+                let mut range: Vec<u32> =
+                    keys[start..start + len].iter().map(|(_, i)| *i).collect();
+                best_first(&mut range, entries, MAX_LIMIT);
+                top.insert(prefix, range);
+            }
+            start += len.max(1);
+        }
+    }
+    top
+}
+
+/// Keeps the best `limit` of `found`, best first: highest score, then text.
+fn best_first(found: &mut Vec<u32>, entries: &[Suggestion], limit: usize) {
+    let order = |a: &u32, b: &u32| {
+        let (a, b) = (&entries[*a as usize], &entries[*b as usize]);
+        b.score.cmp(&a.score).then_with(|| a.text.cmp(&b.text))
+    };
+    if found.len() > limit && limit > 0 {
+        found.select_nth_unstable_by(limit - 1, order);
+        found.truncate(limit);
+    }
+    found.sort_unstable_by(order);
 }
 
 impl Candidates {
@@ -66,49 +130,70 @@ impl Candidates {
             keys.sort_unstable();
             keys
         };
+        let by_keystrokes = keyed(hangul::keystrokes);
+        let by_initials = keyed(hangul::initials);
         Candidates {
-            by_keystrokes: keyed(hangul::keystrokes),
-            by_initials: keyed(hangul::initials),
+            top_keystrokes: long_ranges(&by_keystrokes, &entries),
+            top_initials: long_ranges(&by_initials, &entries),
+            by_keystrokes,
+            by_initials,
             entries,
         }
     }
 
-    /// Entries whose key starts with `prefix`.
-    fn prefixed<'a>(keys: &'a [(String, u32)], prefix: &'a str) -> impl Iterator<Item = u32> + 'a {
+    /// Entries whose key starts with `prefix`: a range's every entry when
+    /// it is short, else its best `MAX_LIMIT`. At most `SCAN_CAP`.
+    fn prefixed(keys: &[(String, u32)], top: &HashMap<String, Vec<u32>>, prefix: &str) -> Vec<u32> {
+        if let Some(best) = top.get(prefix) {
+            return best.clone();
+        }
         let start = keys.partition_point(|(k, _)| k.as_str() < prefix);
         keys[start..]
             .iter()
-            .take_while(move |(k, _)| k.starts_with(prefix))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .take(SCAN_CAP)
             .map(|(_, i)| *i)
+            .collect()
     }
 
-    fn lookup(&self, query: &str, limit: usize) -> Vec<Suggestion> {
+    /// The best `limit` completions of `query`, and how many entries were
+    /// looked at to find them (at most a few `SCAN_CAP`, whatever the
+    /// query).
+    fn lookup_counted(&self, query: &str, limit: usize) -> (Vec<Suggestion>, usize) {
+        let limit = limit.min(MAX_LIMIT);
         let normalized = normalize(query.trim());
         let mut found: Vec<u32> = Vec::new();
         if hangul::is_initials(&normalized) {
             let key = hangul::initials(&normalized);
-            found.extend(Self::prefixed(&self.by_initials, &key));
+            found.extend(Self::prefixed(&self.by_initials, &self.top_initials, &key));
         } else {
             let key = hangul::keystrokes(&normalized);
-            found.extend(Self::prefixed(&self.by_keystrokes, &key));
+            found.extend(Self::prefixed(
+                &self.by_keystrokes,
+                &self.top_keystrokes,
+                &key,
+            ));
         }
         if let Some(key) = hangul::from_latin_keyboard(query.trim()) {
-            found.extend(Self::prefixed(&self.by_keystrokes, &key));
+            found.extend(Self::prefixed(
+                &self.by_keystrokes,
+                &self.top_keystrokes,
+                &key,
+            ));
         }
+        let examined = found.len();
         found.sort_unstable();
         found.dedup();
-        let order = |a: &&Suggestion, b: &&Suggestion| {
-            b.score.cmp(&a.score).then_with(|| a.text.cmp(&b.text))
-        };
-        let mut hits: Vec<&Suggestion> = found.iter().map(|&i| &self.entries[i as usize]).collect();
-        // A short prefix can match much of the vocabulary: select the top
-        // `limit` first, then sort only those.
-        if hits.len() > limit && limit > 0 {
-            hits.select_nth_unstable_by(limit - 1, order);
-            hits.truncate(limit);
-        }
-        hits.sort_unstable_by(order);
-        hits.into_iter().take(limit).cloned().collect()
+        best_first(&mut found, &self.entries, limit);
+        let hits = found
+            .iter()
+            .map(|&i| self.entries[i as usize].clone())
+            .collect();
+        (hits, examined)
+    }
+
+    fn lookup(&self, query: &str, limit: usize) -> Vec<Suggestion> {
+        self.lookup_counted(query, limit).0
     }
 
     /// What a query that found little may have meant, best first: the word
@@ -129,8 +214,13 @@ impl Candidates {
         };
         let mut out: Vec<String> = Vec::new();
         if let Some(key) = hangul::from_latin_keyboard(query.trim()) {
-            let exact = Self::prefixed(&self.by_keystrokes, &key)
-                .filter(|&i| hangul::keystrokes(&self.entries[i as usize].text) == key)
+            let start = self
+                .by_keystrokes
+                .partition_point(|(k, _)| k.as_str() < key.as_str());
+            let exact = self.by_keystrokes[start..]
+                .iter()
+                .take_while(|(k, _)| *k == key)
+                .map(|(_, i)| *i)
                 .collect();
             out.extend(by_score(exact));
         }
@@ -143,13 +233,19 @@ impl Candidates {
             // long: a bounded neighbourhood, however large the vocabulary.
             let most = (key.len() / 4).max(1);
             let mut best: Option<(usize, u32)> = None;
+            // The keys that start with the same keystroke, and of those the
+            // `NEIGHBOURS` around the query's own place: a bounded cost on
+            // any vocabulary (a typo in the first keystrokes of a long,
+            // common beginning may be missed).
             let first = first.to_string();
-            let start = self
-                .by_keystrokes
-                .partition_point(|(k, _)| k.as_str() < first.as_str());
-            let neighbours = self.by_keystrokes[start..]
-                .iter()
-                .take_while(|(k, _)| k.starts_with(first.as_str()));
+            let keys = &self.by_keystrokes;
+            let from = keys.partition_point(|(k, _)| k.as_str() < first.as_str());
+            let to = from + keys[from..].partition_point(|(k, _)| k.starts_with(first.as_str()));
+            let query_key: String = key.iter().collect();
+            let at = from + keys[from..to].partition_point(|(k, _)| *k < query_key);
+            let low = at.saturating_sub(NEIGHBOURS / 2).max(from);
+            let high = (low + NEIGHBOURS).min(to);
+            let neighbours = keys[low..high].iter();
             for (other, i) in neighbours {
                 let i = *i;
                 let len = other.chars().count();
@@ -197,6 +293,9 @@ impl Suggester {
         self.len() == 0
     }
 
+    /// Up to `limit` (at most [`MAX_LIMIT`]) completions of `query`, best
+    /// first. Bounded work (see the module), but CPU work: call it off the
+    /// async workers.
     pub fn suggest(&self, query: &str, limit: usize) -> Vec<Suggestion> {
         let candidates = self.current.read().expect("suggest lock").clone();
         candidates.lookup(query, limit)
@@ -204,8 +303,8 @@ impl Suggester {
 
     /// Up to `limit` words a query that found little may have meant (see
     /// `Candidates::did_you_mean`); the caller checks each finds something.
-    /// Blocking: it compares the query with every word that starts with the
-    /// same keystroke.
+    /// Blocking: it compares the query with up to `NEIGHBOURS` words that
+    /// start with the same keystroke.
     pub fn did_you_mean(&self, query: &str, limit: usize) -> Vec<String> {
         let candidates = self.current.read().expect("suggest lock").clone();
         candidates.did_you_mean(query, limit)
@@ -326,5 +425,25 @@ mod tests {
             "one character is never a candidate"
         );
         assert!(c.lookup("없는말", 10).is_empty());
+    }
+
+    /// A one-keystroke query on a vocabulary where most words start with
+    /// it looks at no more than the kept best, not at every word; and the
+    /// kept best are the best.
+    #[test]
+    fn a_short_prefix_looks_at_a_bounded_number_of_entries() {
+        let counts = (0..50_000u64).map(|i| (format!("가{i:05}"), i % 997));
+        let c = Candidates::build(counts.collect());
+        for query in ["ㄱ", "가", "가1", "rk"] {
+            let (found, examined) = c.lookup_counted(query, 10);
+            assert!(examined <= 2 * SCAN_CAP, "{query}: looked at {examined}");
+            assert_eq!(found.len(), 10, "{query}");
+            // The best of all of them.
+            assert!(found.iter().all(|s| s.score == 996), "{query}: {found:?}");
+        }
+        let (found, examined) = c.lookup_counted("가4999", 10);
+        assert_eq!(found.len(), 10);
+        assert!(examined <= SCAN_CAP);
+        assert!(c.did_you_mean("가499999", 3).len() <= 3);
     }
 }
