@@ -202,7 +202,7 @@ class Oracle:
     # Rules of other engines, over the peers' text (title and content on two lines).
     RULES = {
         "no NFKC (lowercase only)": lambda s: s.lower().replace("ς", "σ"),
-        "ASCII-only case folding": lambda s: s.translate(ASCII_LOWER),
+        "no NFKC, ASCII-only case folding": lambda s: s.translate(ASCII_LOWER),
         "blanks ignored": lambda s: "".join(normalize(s).split()),
     }
 
@@ -730,8 +730,8 @@ def report(args, info, results, oracle):
             lines.append(f"  - {label}: {len(items)} ({more} found more rows, "
                          f"{len(items) - more} fewer); e.g. {examples}")
     lines += ["", "Divergence classes: a rule named here reproduces the engine's total exactly "
-              "(\"no NFKC\": lowercase of the raw text; \"ASCII-only case folding\": SQLite's LIKE; "
-              "\"blanks ignored\": the text and keyword with all whitespace removed); otherwise "
+              "(\"no NFKC\": lowercase of the raw text; \"no NFKC, ASCII-only case folding\": SQLite's "
+              "LIKE on the raw text; \"blanks ignored\": the text and keyword with all whitespace removed); otherwise "
               "the class says what the keyword holds. Divergences in 1-2 character keywords "
               "that no such rule explains are listed as such.", ""]
     return "\n".join(lines)

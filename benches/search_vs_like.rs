@@ -77,6 +77,8 @@ async fn main() {
             generation: index.live().id,
             docs,
             outbox_seq: 0,
+            unreadable: Vec::new(),
+            skipped: 0,
         }
     } else {
         reindex(&db, &chaja_demo::sources(), &dir, 512 << 20, false)

@@ -20,3 +20,4 @@ mod scale;
 mod search;
 mod seed;
 mod sources;
+mod unreadable;

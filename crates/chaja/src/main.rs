@@ -60,6 +60,15 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
                 "reindexed {} rows into generation {} (outbox position {})",
                 done.docs, done.generation, done.outbox_seq
             );
+            if done.skipped > 0 {
+                println!(
+                    "skipped {} rows that cannot be read (fix them, then `chaja verify --repair`):",
+                    done.skipped
+                );
+                for row in done.unreadable.iter().take(20) {
+                    println!("  {} {:?}: {}", row.source, row.key, row.reason);
+                }
+            }
         }
         Command::Verify(args) => {
             chaja_index::morph::init(&args.store.ko_dic);
@@ -72,13 +81,14 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
                 .map(|(source, rows)| format!("{source} {rows}"))
                 .collect();
             println!(
-                "{} index docs {}: missing {} extra {} stale {} duplicate {}",
+                "{} index docs {}: missing {} extra {} stale {} duplicate {} unreadable {}",
                 rows.join(" "),
                 report.docs_in_index,
                 report.missing,
                 report.extra,
                 report.stale,
-                report.duplicate
+                report.duplicate,
+                report.unreadable
             );
             for drift in report.drift.iter().take(20) {
                 println!("  {} {} {:?}", drift.source, drift.id, drift.problem);

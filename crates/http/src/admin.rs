@@ -112,6 +112,8 @@ async fn run_verify(State(state): State<AppState>) -> Result<Json<verify::Report
         state.search.index.live(),
     )
     .await?;
+    // A full pass over the tables: what it could not read is the list now.
+    state.mirror.quarantine.replace(&report.unreadable_rows());
     *state
         .operations
         .last_verify
@@ -157,6 +159,11 @@ pub struct MirrorStatus {
     /// What `/readyz` answers.
     pub ready: bool,
     pub database_up: bool,
+    /// Rows that cannot be read, left out of the index (see the
+    /// quarantine): this process's list, at most 1,000.
+    pub quarantined: Vec<chaja_mirror::quarantine::QuarantinedRow>,
+    /// Rows put aside since this process started, counting repeats.
+    pub quarantined_total: u64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -238,6 +245,8 @@ async fn status(State(state): State<AppState>) -> Result<Json<Status>> {
         last_commit,
         ready: readiness.ready(),
         database_up: readiness.database,
+        quarantined: state.mirror.quarantine.rows(),
+        quarantined_total: state.mirror.quarantine.total(),
     };
 
     let tiers = Tier::ALL

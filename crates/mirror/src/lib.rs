@@ -3,6 +3,7 @@
 mod error;
 pub mod health;
 pub mod indexer;
+pub mod quarantine;
 pub mod reindex;
 pub mod verify;
 
@@ -192,4 +193,6 @@ pub struct MirrorHandle {
     /// The database as the background check last found it; probes read
     /// this instead of taking a connection.
     pub health: health::Health,
+    /// Rows the indexer could not read, kept out of the index.
+    pub quarantine: quarantine::Quarantine,
 }

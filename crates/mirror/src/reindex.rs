@@ -27,7 +27,10 @@ use chaja_index::morph::{self, Analyzer};
 use chaja_index::{
     create_generation, publish, rebuild_marker, Checkpoint, GapRange, Morphemes, RebuildLock,
 };
+use chaja_store::rows::Loaded;
 use chaja_store::{outbox, Db};
+
+use crate::quarantine::QuarantinedRow;
 
 const PAGE: i64 = 1000;
 /// How often a running rebuild refreshes its hold on pruning.
@@ -38,6 +41,11 @@ pub struct Rebuilt {
     pub generation: u64,
     pub docs: u64,
     pub outbox_seq: i64,
+    /// Rows skipped because they cannot be read (see `quarantine`), at
+    /// most `quarantine::MAX_ROWS` of them listed.
+    pub unreadable: Vec<QuarantinedRow>,
+    /// How many were skipped.
+    pub skipped: u64,
 }
 
 /// Takes the rebuild lock of the index under `root`; a conflict while
@@ -148,7 +156,7 @@ pub async fn reindex_locked(
         generation_id,
     )
     .await;
-    let (docs, checkpoint) = match built {
+    let (docs, checkpoint, unreadable, skipped) = match built {
         Ok(built) => built,
         Err(e) => {
             // Never published, so never live: remove it.
@@ -171,6 +179,8 @@ pub async fn reindex_locked(
         generation: generation_id,
         docs,
         outbox_seq: checkpoint.outbox_seq,
+        unreadable,
+        skipped,
     })
 }
 
@@ -349,7 +359,7 @@ async fn build(
     pool: Option<rayon::ThreadPool>,
     expected: i64,
     generation_id: u64,
-) -> Result<(u64, Checkpoint)> {
+) -> Result<(u64, Checkpoint, Vec<QuarantinedRow>, u64)> {
     outbox::hold_for_rebuild(db, marker, live.low_water()).await?;
     let checkpoint = starting_point(db, live).await?;
     outbox::hold_for_rebuild(db, marker, checkpoint.low_water()).await?;
@@ -384,6 +394,7 @@ async fn build(
 
     let mut read_error = None;
     let mut reported = std::time::Instant::now();
+    let (mut unreadable, mut skipped) = (Vec::new(), 0u64);
     'kinds: for (source, _) in sources.ids() {
         let mut after = None;
         loop {
@@ -396,10 +407,30 @@ async fn build(
                     break 'kinds;
                 }
             };
-            let Some(last) = page.last() else { break };
-            after = Some(last.key.clone());
-            bar.inc(page.len() as u64);
-            if tx.send(page).await.is_err() {
+            bar.inc(page.rows.len() as u64);
+            let last_page = page.next.is_none();
+            after = page.next;
+            let mut docs = Vec::with_capacity(page.rows.len());
+            for row in page.rows {
+                match row {
+                    Loaded::Doc { doc, .. } => docs.push(doc),
+                    // Skipped and listed: the rebuild goes on.
+                    Loaded::Unreadable(row) => {
+                        skipped += 1;
+                        let row = unreadable_row(sources, row);
+                        tracing::warn!(
+                            source = row.source,
+                            key = row.key,
+                            reason = row.reason,
+                            "reindex skips a row that cannot be read"
+                        );
+                        if unreadable.len() < crate::quarantine::MAX_ROWS {
+                            unreadable.push(row);
+                        }
+                    }
+                }
+            }
+            if !docs.is_empty() && tx.send(docs).await.is_err() {
                 break 'kinds; // the writer failed; its error is reported below
             }
             // Still alive: a hold not refreshed within the retention window
@@ -413,6 +444,9 @@ async fn build(
                 }
                 reported = std::time::Instant::now();
             }
+            if last_page {
+                break;
+            }
         }
     }
     drop(tx);
@@ -422,8 +456,21 @@ async fn build(
     );
     let indexed = indexing.await?;
     match (read_error, indexed) {
-        (None, Ok(docs)) => Ok((docs, checkpoint)),
+        (None, Ok(docs)) => Ok((docs, checkpoint, unreadable, skipped)),
         (Some(e), _) => Err(e.into()),
         (None, Err(e)) => Err(e),
+    }
+}
+
+/// A row a full pass could not read, as the quarantine lists it.
+pub(crate) fn unreadable_row(
+    sources: &Sources,
+    row: chaja_store::rows::Unreadable,
+) -> QuarantinedRow {
+    QuarantinedRow {
+        source: sources.get(row.source).name.clone(),
+        key: row.key,
+        reason: row.reason,
+        at_ms: chaja_core::clock::now_ms(),
     }
 }

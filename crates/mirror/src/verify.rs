@@ -7,7 +7,8 @@
 //! attributes) is stale. Content is compared, not an `updated_at`: plain
 //! SQL updates by other programs need not touch one. `--repair` writes
 //! outbox rows for every drifted row, and the indexer fixes them like any
-//! other change.
+//! other change. A row that cannot be read (see `quarantine`) is reported
+//! as unreadable; `repair` cannot mend it, only fixing the row can.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -17,7 +18,10 @@ use crate::Result;
 use chaja_core::model::Doc;
 use chaja_core::sources::Sources;
 use chaja_index::Generation;
+use chaja_store::rows::Loaded;
 use chaja_store::Db;
+
+use crate::quarantine::QuarantinedRow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -30,6 +34,9 @@ pub enum Problem {
     Stale,
     /// In the index more than once.
     Duplicate,
+    /// In the table, but it cannot be read (see `quarantine`): kept out of
+    /// the index until it is fixed. `repair` cannot mend it.
+    Unreadable,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -40,6 +47,9 @@ pub struct Drift {
     /// The row's key, as the outbox writes it.
     pub id: String,
     pub problem: Problem,
+    /// Why, for an unreadable row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
@@ -51,13 +61,18 @@ pub struct Report {
     pub extra: u64,
     pub stale: u64,
     pub duplicate: u64,
+    pub unreadable: u64,
     /// Every drifted row (the first 1,000 in JSON answers).
     pub drift: Vec<Drift>,
 }
 
 impl Report {
     pub fn is_clean(&self) -> bool {
-        self.missing == 0 && self.extra == 0 && self.stale == 0 && self.duplicate == 0
+        self.missing == 0
+            && self.extra == 0
+            && self.stale == 0
+            && self.duplicate == 0
+            && self.unreadable == 0
     }
 
     fn add(&mut self, sources: &Sources, key_term: &str, problem: Problem) {
@@ -66,6 +81,7 @@ impl Report {
             Problem::Extra => self.extra += 1,
             Problem::Stale => self.stale += 1,
             Problem::Duplicate => self.duplicate += 1,
+            Problem::Unreadable => self.unreadable += 1,
         }
         let (source, id) = match chaja_index::parse_key_term(key_term) {
             Some((source, key)) if source.index() < sources.len() => {
@@ -77,7 +93,22 @@ impl Report {
             source,
             id,
             problem,
+            reason: None,
         });
+    }
+
+    /// The unreadable rows found, as the quarantine lists them.
+    pub fn unreadable_rows(&self) -> Vec<QuarantinedRow> {
+        self.drift
+            .iter()
+            .filter(|d| d.problem == Problem::Unreadable)
+            .map(|d| QuarantinedRow {
+                source: d.source.clone(),
+                key: d.id.clone(),
+                reason: d.reason.clone().unwrap_or_default(),
+                at_ms: chaja_core::clock::now_ms(),
+            })
+            .collect()
     }
 }
 
@@ -120,9 +151,25 @@ pub async fn verify(
         let mut rows = 0u64;
         loop {
             let page = chaja_store::rows::docs_page(db, sources, id, after.as_ref(), PAGE).await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.key.clone());
-            rows += page.len() as u64;
+            rows += page.rows.len() as u64;
+            let last_page = page.next.is_none();
+            after = page.next;
+            let mut docs = Vec::with_capacity(page.rows.len());
+            for row in page.rows {
+                match row {
+                    Loaded::Doc { doc, .. } => docs.push(doc),
+                    Loaded::Unreadable(row) => {
+                        report.unreadable += 1;
+                        report.drift.push(Drift {
+                            source: source.name.clone(),
+                            id: row.key,
+                            problem: Problem::Unreadable,
+                            reason: Some(row.reason),
+                        });
+                    }
+                }
+            }
+            let page = docs;
             // Digests hash every row's text: off the async workers.
             let digests = tokio::task::spawn_blocking(move || {
                 page.iter()
@@ -142,6 +189,9 @@ pub async fn verify(
                     Some(_) => {}
                 }
             }
+            if last_page {
+                break;
+            }
         }
         report.rows_in_db.insert(source.name.clone(), rows);
     }
@@ -154,6 +204,7 @@ pub async fn verify(
     metrics::gauge!("verify_drift", "problem" => "extra").set(report.extra as f64);
     metrics::gauge!("verify_drift", "problem" => "stale").set(report.stale as f64);
     metrics::gauge!("verify_drift", "problem" => "duplicate").set(report.duplicate as f64);
+    metrics::gauge!("verify_drift", "problem" => "unreadable").set(report.unreadable as f64);
     Ok(report)
 }
 
@@ -161,6 +212,11 @@ pub async fn verify(
 /// state (or its absence) as for any change.
 pub async fn repair(db: &Db, drift: &[Drift]) -> Result<u64> {
     let mut queued = 0;
+    // An unreadable row has no key to queue: fixed, it shows as missing.
+    let drift: Vec<&Drift> = drift
+        .iter()
+        .filter(|d| d.problem != Problem::Unreadable)
+        .collect();
     for chunk in drift.chunks(500) {
         let mut sql =
             String::from("INSERT INTO search_outbox (entity_type, entity_key, op) VALUES ");

@@ -19,6 +19,14 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// The dialect a connection of the `Any` pool speaks.
+    pub fn of_connection(conn: &sqlx::AnyConnection) -> Dialect {
+        match conn.backend_name() {
+            "SQLite" => Dialect::Sqlite,
+            _ => Dialect::MySql,
+        }
+    }
+
     /// The dialect a `DATABASE_URL` names.
     pub fn of_url(url: &str) -> Result<Dialect> {
         if url.starts_with("mysql:") || url.starts_with("mariadb:") {

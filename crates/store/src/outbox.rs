@@ -11,6 +11,9 @@ pub struct Change {
     pub seq: i64,
     pub entity_type: String,
     pub key: String,
+    /// The key was not valid UTF-8 (SQLite keeps any bytes a trigger
+    /// casts): `key` reads it with U+FFFD and names no row.
+    pub unreadable: bool,
 }
 
 /// One outbox row as the indexer reads it.
@@ -25,7 +28,18 @@ pub struct OutboxRow {
     pub change: Option<Change>,
 }
 
-const SELECT_OUTBOX: &str = "SELECT seq, entity_type, entity_key, created_at FROM search_outbox";
+/// The outbox's columns, the key as bytes: one key that is not valid
+/// UTF-8 must not fail the read of every row beside it.
+fn select_outbox(conn: &AnyConnection) -> &'static str {
+    match crate::Dialect::of_connection(conn) {
+        crate::Dialect::MySql => {
+            "SELECT seq, entity_type, CAST(entity_key AS BINARY), created_at FROM search_outbox"
+        }
+        crate::Dialect::Sqlite => {
+            "SELECT seq, entity_type, CAST(entity_key AS BLOB), created_at FROM search_outbox"
+        }
+    }
+}
 
 /// Changes after `seq`, oldest first.
 pub async fn changes_after(
@@ -33,7 +47,7 @@ pub async fn changes_after(
     seq: i64,
     limit: i64,
 ) -> Result<Vec<OutboxRow>> {
-    let sql = format!("{SELECT_OUTBOX} WHERE seq > ? ORDER BY seq LIMIT ?");
+    let sql = format!("{} WHERE seq > ? ORDER BY seq LIMIT ?", select_outbox(conn));
     let rows = sqlx::query(&sql)
         .bind(seq)
         .bind(limit)
@@ -51,7 +65,8 @@ pub async fn changes_in_ranges(
     let mut found = Vec::new();
     for chunk in ranges.chunks(200) {
         let sql = format!(
-            "{SELECT_OUTBOX} WHERE {} ORDER BY seq",
+            "{} WHERE {} ORDER BY seq",
+            select_outbox(conn),
             in_ranges(chunk.len())
         );
         let rows = bind_ranges(sqlx::query(&sql), chunk)
@@ -84,16 +99,20 @@ fn outbox_row(row: &sqlx::any::AnyRow) -> Result<OutboxRow> {
     let entity_type = text(row, 1)?;
     let key = match sqlx::ValueRef::is_null(&row.try_get_raw(2)?) {
         true => None,
-        false => Some(text(row, 2)?),
+        false => Some(match String::from_utf8(row.try_get::<Vec<u8>, _>(2)?) {
+            Ok(key) => (key, false),
+            Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
+        }),
     };
     let created_at: i64 = row.try_get(3)?;
     Ok(OutboxRow {
         seq,
         created_at,
-        change: key.map(|key| Change {
+        change: key.map(|(key, unreadable)| Change {
             seq,
             entity_type,
             key,
+            unreadable,
         }),
     })
 }

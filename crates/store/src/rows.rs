@@ -15,11 +15,30 @@
 //! A row that fails the source's `filter` reads as absent, so that the
 //! indexer deletes it: a soft delete leaves the index, an un-delete enters
 //! it again.
+//!
+//! # A row that cannot be read
+//!
+//! The `Any` driver decodes every value of a row when the row is fetched,
+//! so one TEXT value holding invalid UTF-8 (SQLite takes any bytes; MySQL
+//! hands a BLOB field's bytes through) used to fail the statement, and with
+//! it the indexer's whole batch, every round, for every source. So every
+//! column but the raw key is selected as bytes (`CAST(CAST(c AS CHAR) AS
+//! BINARY)`, SQLite's `CAST(CAST(c AS TEXT) AS BLOB)`) and decoded here:
+//!
+//! - text with invalid bytes is read lossily, each invalid sequence
+//!   becoming U+FFFD: the row is indexed, and its valid text is found as
+//!   `LIKE` finds it (no keyword typed in a search can hold the invalid
+//!   bytes, which are refused in queries). [`Loaded::Doc::lossy`] says so,
+//!   for a log line and a counter.
+//! - a key that is not valid UTF-8 cannot be read at all: the outbox, the
+//!   index and deletes all name a row by its key's text. Such a row is
+//!   [`Loaded::Unreadable`]: not indexed, and reported with its source and
+//!   its key as far as it reads.
 
 use sqlx::{AnyConnection, Row};
 
-use crate::db::{placeholders, text, Db};
-use crate::Result;
+use crate::db::{placeholders, Db};
+use crate::{Dialect, Result};
 use chaja_core::model::{AttrValue, Doc, Key};
 use chaja_core::sources::{Source, SourceId, Sources, TimeUnit};
 
@@ -29,28 +48,70 @@ fn quoted(name: &str) -> String {
     format!("`{name}`")
 }
 
-/// `CAST(column AS CHAR)`.
-fn as_text(column: &str) -> String {
-    format!("CAST({} AS CHAR)", quoted(column))
+/// A column's text as bytes, which no value can fail to decode (see the
+/// module's "A row that cannot be read").
+fn as_bytes(dialect: Dialect, column: &str) -> String {
+    match dialect {
+        Dialect::MySql => format!("CAST(CAST({} AS CHAR) AS BINARY)", quoted(column)),
+        Dialect::Sqlite => format!("CAST(CAST({} AS TEXT) AS BLOB)", quoted(column)),
+    }
 }
 
-/// Columns before the text fields: the raw key, its text, `created_at`.
+/// Columns before the text fields: the key's kind, its text, `created_at`.
 const FIRST_FIELD: usize = 3;
 
-/// `SELECT id, CAST(id), CAST(created_at), CAST(fields)…, CAST(attributes)… FROM table`.
-fn select(source: &Source) -> String {
+/// `SELECT <kind of key>, key, created_at, fields…, attributes… FROM table`,
+/// all but the first as bytes. The first tells an integer key: on MySQL the
+/// raw column, whose type says it (a MySQL key is always valid text: keys
+/// are utf8mb4 or integers, never binary); on SQLite, where a value's own
+/// type is what counts and a TEXT key may hold any bytes, `typeof`.
+fn select(dialect: Dialect, source: &Source) -> String {
+    let kind = match dialect {
+        Dialect::MySql => quoted(&source.id),
+        Dialect::Sqlite => format!("typeof({}) = 'integer'", quoted(&source.id)),
+    };
     let mut columns = vec![
-        quoted(&source.id),
-        as_text(&source.id),
-        as_text(&source.created_at),
+        kind,
+        as_bytes(dialect, &source.id),
+        as_bytes(dialect, &source.created_at),
     ];
-    columns.extend(source.fields.iter().map(|f| as_text(f)));
-    columns.extend(source.attributes.iter().map(|a| as_text(a)));
+    columns.extend(source.fields.iter().map(|f| as_bytes(dialect, f)));
+    columns.extend(source.attributes.iter().map(|a| as_bytes(dialect, a)));
     format!(
         "SELECT {} FROM {}",
         columns.join(", "),
         quoted(&source.table)
     )
+}
+
+/// A row as loaded: its document, or why it cannot be one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Loaded {
+    Doc {
+        doc: Doc,
+        /// Some text held invalid UTF-8 and was read with U+FFFD.
+        lossy: bool,
+    },
+    Unreadable(Unreadable),
+}
+
+/// A row the index cannot hold (see the module).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub source: SourceId,
+    /// The key as far as it reads (invalid bytes as U+FFFD): for people.
+    pub key: String,
+    pub reason: String,
+}
+
+impl Loaded {
+    /// The key text the row is known by (as far as it reads).
+    pub fn key_text(&self) -> String {
+        match self {
+            Loaded::Doc { doc, .. } => doc.key.text(),
+            Loaded::Unreadable(u) => u.key.clone(),
+        }
+    }
 }
 
 /// ` AND (filter)`, or nothing.
@@ -68,7 +129,8 @@ pub async fn load_docs(
     sources: &Sources,
     id: SourceId,
     keys: &[String],
-) -> Result<Vec<Doc>> {
+) -> Result<Vec<Loaded>> {
+    let dialect = Dialect::of_connection(conn);
     if keys.is_empty() {
         return Ok(Vec::new());
     }
@@ -78,7 +140,7 @@ pub async fn load_docs(
     for chunk in keys.chunks(1000) {
         let sql = format!(
             "{} WHERE {} IN ({}){}",
-            select(source),
+            select(dialect, source),
             quoted(&source.id),
             placeholders(chunk.len()),
             visible(source)
@@ -88,10 +150,27 @@ pub async fn load_docs(
             query = query.bind(key.as_str());
         }
         for row in query.fetch_all(&mut *conn).await? {
-            docs.push(doc_from_row(source, id, &row)?);
+            docs.push(doc_from_row(dialect, source, id, &row)?);
         }
     }
     Ok(docs)
+}
+
+/// Where a keyset page starts: after this key, compared as the column's
+/// own value (an integer, or the key's exact bytes, which need not be
+/// valid text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageKey {
+    Int(i64),
+    Bytes(Vec<u8>),
+}
+
+/// One keyset page: its rows, and where the next one starts (`None`: this
+/// was the last).
+#[derive(Debug, Default)]
+pub struct Page {
+    pub rows: Vec<Loaded>,
+    pub next: Option<PageKey>,
 }
 
 /// One keyset page of visible rows with a key above `after`, by key.
@@ -101,29 +180,57 @@ pub async fn docs_page(
     db: &Db,
     sources: &Sources,
     id: SourceId,
-    after: Option<&Key>,
+    after: Option<&PageKey>,
     limit: i64,
-) -> Result<Vec<Doc>> {
+) -> Result<Page> {
     let source = sources.get(id);
     let key = quoted(&source.id);
-    let from = if after.is_some() {
-        format!("{key} > ?")
-    } else {
-        "1 = 1".to_owned()
+    let text = match db.dialect {
+        Dialect::MySql => "CHAR",
+        Dialect::Sqlite => "TEXT",
+    };
+    let from = match after {
+        None => "1 = 1".to_owned(),
+        Some(PageKey::Int(_)) => format!("{key} > ?"),
+        // The bytes as the column's text, unchecked, so a key that is not
+        // valid UTF-8 still pages past itself.
+        Some(PageKey::Bytes(_)) => format!("{key} > CAST(? AS {text})"),
     };
     let sql = format!(
         "{} WHERE {from}{} ORDER BY {key} LIMIT ?",
-        select(source),
+        select(db.dialect, source),
         visible(source)
     );
     let mut query = sqlx::query(&sql);
     match after {
-        Some(Key::Int(i)) => query = query.bind(*i),
-        Some(Key::Str(s)) => query = query.bind(s.clone()),
+        Some(PageKey::Int(i)) => query = query.bind(*i),
+        Some(PageKey::Bytes(b)) => query = query.bind(b.clone()),
         None => {}
     }
-    let rows = query.bind(limit).fetch_all(&db.pool).await?;
-    rows.iter().map(|r| doc_from_row(source, id, r)).collect()
+    let fetched = query.bind(limit).fetch_all(&db.pool).await?;
+    let next = match fetched.last() {
+        Some(last) if fetched.len() as i64 == limit => Some(page_key(db.dialect, last)?),
+        _ => None,
+    };
+    let rows = fetched
+        .iter()
+        .map(|r| doc_from_row(db.dialect, source, id, r))
+        .collect::<Result<_>>()?;
+    Ok(Page { rows, next })
+}
+
+/// The key of a fetched row, as the next page compares it.
+fn page_key(dialect: Dialect, row: &sqlx::any::AnyRow) -> Result<PageKey> {
+    let bytes = key_bytes(row)?;
+    if integer_key(dialect, row)? {
+        if let Some(i) = std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| t.parse().ok())
+        {
+            return Ok(PageKey::Int(i));
+        }
+    }
+    Ok(PageKey::Bytes(bytes))
 }
 
 /// Visible rows of a source.
@@ -136,22 +243,57 @@ pub async fn count_rows(db: &Db, source: &Source) -> Result<i64> {
     Ok(sqlx::query_scalar(&sql).fetch_one(&db.pool).await?)
 }
 
-fn doc_from_row(source: &Source, id: SourceId, row: &sqlx::any::AnyRow) -> Result<Doc> {
+/// Whether the row's key column is an integer one (see [`select`]).
+fn integer_key(dialect: Dialect, row: &sqlx::any::AnyRow) -> Result<bool> {
+    Ok(match dialect {
+        Dialect::MySql => {
+            // The `Any` driver sign-extends unsigned ones, so its type, not
+            // its value.
+            let raw = row.try_get_raw(0)?;
+            matches!(
+                sqlx::TypeInfo::name(sqlx::ValueRef::type_info(&raw).as_ref()),
+                "SMALLINT" | "INTEGER" | "BIGINT"
+            )
+        }
+        Dialect::Sqlite => row.try_get::<i64, _>(0)? == 1,
+    })
+}
+
+fn key_bytes(row: &sqlx::any::AnyRow) -> Result<Vec<u8>> {
+    Ok(row.try_get::<Vec<u8>, _>(1)?)
+}
+
+fn doc_from_row(
+    dialect: Dialect,
+    source: &Source,
+    id: SourceId,
+    row: &sqlx::any::AnyRow,
+) -> Result<Loaded> {
     // The triggers' text of the key; a number only when it reads back the
     // same (not an unsigned value past i64, not ZEROFILL's `0007`).
-    // The raw value says whether the column is an integer (the `Any`
-    // driver sign-extends unsigned ones, so not its value).
-    let key_text = text(row, 1)?;
-    let raw = row.try_get_raw(0)?;
-    let integer_column = matches!(
-        sqlx::TypeInfo::name(sqlx::ValueRef::type_info(&raw).as_ref()),
-        "SMALLINT" | "INTEGER" | "BIGINT"
-    );
+    let key_text = match String::from_utf8(key_bytes(row)?) {
+        Ok(text) => text,
+        Err(e) => {
+            return Ok(Loaded::Unreadable(Unreadable {
+                source: id,
+                key: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                reason: format!("its key ({}) is not valid UTF-8", source.id),
+            }))
+        }
+    };
     let key = match key_text.parse::<i64>() {
-        Ok(i) if integer_column && i.to_string() == key_text => Key::Int(i),
+        Ok(i) if integer_key(dialect, row)? && i.to_string() == key_text => Key::Int(i),
         _ => Key::Str(key_text),
     };
-    let created = nullable_text(row, 2)?;
+    let mut lossy = false;
+    let mut read = |i: usize| -> Result<Option<String>> {
+        let Some((text, replaced)) = nullable_text(row, i)? else {
+            return Ok(None);
+        };
+        lossy |= replaced;
+        Ok(Some(text))
+    };
+    let created = read(2)?;
     let parsed = match created.as_deref() {
         Some(value) => parse_time(value, source),
         None => Err("created_at is NULL".to_owned()),
@@ -169,7 +311,7 @@ fn doc_from_row(source: &Source, id: SourceId, row: &sqlx::any::AnyRow) -> Resul
     });
     let mut texts = Vec::with_capacity(source.fields.len());
     for i in 0..source.fields.len() {
-        texts.push(nullable_text(row, FIRST_FIELD + i)?);
+        texts.push(read(FIRST_FIELD + i)?);
     }
     let (title, body) = if source.has_title() {
         let mut texts = texts.into_iter();
@@ -181,36 +323,51 @@ fn doc_from_row(source: &Source, id: SourceId, row: &sqlx::any::AnyRow) -> Resul
     let first_attribute = FIRST_FIELD + source.fields.len();
     let mut attributes = Vec::with_capacity(source.attributes.len());
     for (i, name) in source.attributes.iter().enumerate() {
-        attributes.push((name.clone(), attribute(row, first_attribute + i)?));
+        attributes.push((name.clone(), attribute(read(first_attribute + i)?)));
     }
-    Ok(Doc {
-        source: id,
-        key,
-        title,
-        body,
-        created_at,
-        attributes,
+    if lossy {
+        tracing::warn!(
+            source = source.name,
+            key = key.text(),
+            "the row holds text that is not valid UTF-8; indexed with U+FFFD in its place"
+        );
+    }
+    Ok(Loaded::Doc {
+        doc: Doc {
+            source: id,
+            key,
+            title,
+            body,
+            created_at,
+            attributes,
+        },
+        lossy,
     })
 }
 
-/// A column read as text (`CAST(… AS CHAR)`), or `None` for NULL.
-fn nullable_text(row: &sqlx::any::AnyRow, i: usize) -> Result<Option<String>> {
+/// A column read as bytes, decoded: `None` for NULL, else the text and
+/// whether invalid bytes were replaced.
+fn nullable_text(row: &sqlx::any::AnyRow, i: usize) -> Result<Option<(String, bool)>> {
     if sqlx::ValueRef::is_null(&row.try_get_raw(i)?) {
         return Ok(None);
     }
-    text(row, i).map(Some)
+    let bytes: Vec<u8> = row.try_get(i)?;
+    Ok(Some(match String::from_utf8(bytes) {
+        Ok(text) => (text, false),
+        Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
+    }))
 }
 
 /// An attribute read as text: a number when it is one, written the way
 /// Rust writes it back (so `7`, but not `007` or `7.50`), else a string.
-fn attribute(row: &sqlx::any::AnyRow, i: usize) -> Result<AttrValue> {
-    Ok(match nullable_text(row, i)? {
+fn attribute(text: Option<String>) -> AttrValue {
+    match text {
         None => AttrValue::Null,
         Some(text) => match text.parse::<i64>() {
             Ok(n) if n.to_string() == text => AttrValue::Int(n),
             _ => AttrValue::Str(text),
         },
-    })
+    }
 }
 
 /// Epoch milliseconds of a `created_at` value read as text.

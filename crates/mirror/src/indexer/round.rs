@@ -9,25 +9,47 @@ use chaja_core::model::Doc;
 use chaja_core::sources::{SourceId, Sources};
 use chaja_index::{Checkpoint, DocWriter, Generation};
 use chaja_store::outbox::{self, OutboxRow};
+use chaja_store::rows::Loaded;
 
 use super::position::{Position, MAX_GAP_RUNS};
 use super::Indexer;
+use crate::quarantine::Quarantine;
 use crate::Result;
 
 /// Loads the current state of `ids` on `conn` into `work`: the row, or
-/// `None` (delete) for a row that is gone.
+/// `None` (delete) for a row that is gone, or that cannot be read (it is
+/// put in `quarantine`, and an older version of it leaves the index).
 pub(super) async fn load_into(
     work: &mut Work,
     conn: &mut sqlx::AnyConnection,
     sources: &Sources,
     keys: BTreeMap<SourceId, BTreeSet<String>>,
+    quarantine: &Quarantine,
 ) -> Result<()> {
     for (source, keys) in keys {
         let keys: Vec<String> = keys.into_iter().collect();
-        let docs = chaja_store::rows::load_docs(conn, sources, source, &keys).await?;
-        let mut docs: BTreeMap<String, Doc> = docs.into_iter().map(|d| (d.key.text(), d)).collect();
+        let loaded = chaja_store::rows::load_docs(conn, sources, source, &keys).await?;
+        let mut found: BTreeMap<String, Loaded> =
+            loaded.into_iter().map(|l| (l.key_text(), l)).collect();
+        let name = &sources.get(source).name;
         for key in keys {
-            let doc = docs.remove(&key);
+            let doc = match found.remove(&key) {
+                Some(Loaded::Doc { doc, lossy }) => {
+                    if lossy {
+                        metrics::counter!("rows_read_lossily_total").increment(1);
+                    }
+                    quarantine.release(name, &key);
+                    Some(doc)
+                }
+                Some(Loaded::Unreadable(row)) => {
+                    quarantine.record(name, &row.key, &row.reason);
+                    None
+                }
+                None => {
+                    quarantine.release(name, &key);
+                    None
+                }
+            };
             work.push((source, key, doc));
         }
     }
@@ -108,10 +130,17 @@ impl Indexer {
             let source = row
                 .change
                 .as_ref()
-                .and_then(|c| Some((sources.by_name(&c.entity_type)?, &c.key)));
+                .and_then(|c| Some((sources.by_name(&c.entity_type)?, c)));
             match source {
-                Some((source, key)) => {
-                    ids.entry(source).or_default().insert(key.clone());
+                // A key that is not valid text names no row the index can
+                // hold: put aside, the position moves past it.
+                Some((_, change)) if change.unreadable => self.handle.quarantine.record(
+                    &change.entity_type,
+                    &change.key,
+                    "its key is not valid UTF-8",
+                ),
+                Some((source, change)) => {
+                    ids.entry(source).or_default().insert(change.key.clone());
                 }
                 None => unknown += 1,
             }
@@ -134,11 +163,12 @@ impl Indexer {
             set.entry(*source).or_default().insert(key.clone());
         }
         let mut work: Work = Vec::new();
-        load_into(&mut work, &mut tx, sources, ids).await?;
+        let quarantine = &self.handle.quarantine;
+        load_into(&mut work, &mut tx, sources, ids, quarantine).await?;
         tx.commit().await?;
         if !healing.is_empty() {
             let mut primary = self.db.pool.begin().await?;
-            load_into(&mut work, &mut primary, sources, healing).await?;
+            load_into(&mut work, &mut primary, sources, healing, quarantine).await?;
             primary.commit().await?;
         }
         Ok(Batch { rows, new, work })

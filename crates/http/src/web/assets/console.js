@@ -9,7 +9,7 @@ const KEYWORDS_MS = 30_000;
 const DRIFT_SHOWN = 100;
 const RUNNING = ['scanning', 'catching_up'];
 const TYPE_LABELS = { question: '질문', review: '리뷰' };
-const PROBLEM_LABELS = { missing: '누락', extra: '초과', stale: '오래됨', duplicate: '중복' };
+const PROBLEM_LABELS = { missing: '누락', extra: '초과', stale: '오래됨', duplicate: '중복', unreadable: '읽을 수 없음' };
 const BREAKER_LABELS = { closed: '닫힘 (정상)', open: '열림 (Redis 건너뜀)', half_open: '반열림 (재시도 중)' };
 
 const $ = (id) => document.getElementById(id);
@@ -114,6 +114,7 @@ function renderStatus(status) {
   );
   text('applied-seq', formatCount(mirror.applied_seq));
   text('last-commit', mirror.last_commit ? formatDateTime(mirror.last_commit) : '없음');
+  renderQuarantine(mirror.quarantined ?? []);
 
   renderCache(status.cache ?? {});
   renderReplicas(status.replicas);
@@ -186,6 +187,19 @@ function renderReplicas(replicas) {
   );
 }
 
+// Rows the indexer could not read (an invalid key), left out of the index.
+function renderQuarantine(rows) {
+  text('quarantined', rows.length ? `${formatCount(rows.length)}행` : '없음');
+  const list = $('quarantine-list');
+  const items = rows.slice(0, DRIFT_SHOWN).map((r) => {
+    const item = document.createElement('li');
+    item.textContent = `${TYPE_LABELS[r.source] ?? r.source} ${JSON.stringify(r.key)} — ${r.reason}`;
+    return item;
+  });
+  list.replaceChildren(...items);
+  list.hidden = items.length === 0;
+}
+
 // --- verify ------------------------------------------------------------------
 
 function renderVerify(report) {
@@ -197,11 +211,12 @@ function renderVerify(report) {
     return;
   }
   // The live report may lack `clean`; no drift of any kind is clean.
-  const clean = report.clean ?? ['missing', 'extra', 'stale', 'duplicate'].every((k) => !report[k]);
+  const clean = report.clean ?? ['missing', 'extra', 'stale', 'duplicate', 'unreadable'].every((k) => !report[k]);
   const summary = clean
     ? '일치'
     : `불일치: 누락 ${formatCount(report.missing)}, 초과 ${formatCount(report.extra)}, ` +
-      `오래됨 ${formatCount(report.stale)}, 중복 ${formatCount(report.duplicate)}`;
+      `오래됨 ${formatCount(report.stale)}, 중복 ${formatCount(report.duplicate)}, ` +
+      `읽을 수 없음 ${formatCount(report.unreadable ?? 0)}`;
   result.textContent = report.at ? `${summary} (${formatDateTime(report.at)})` : summary;
   counts.hidden = false;
   text('verify-questions', formatCount(report.rows_in_db?.question));
