@@ -143,6 +143,21 @@ pub fn text<I: sqlx::ColumnIndex<sqlx::any::AnyRow>>(
     String::from_utf8(bytes).map_err(|e| sqlx::Error::Decode(Box::new(e)).into())
 }
 
+/// Reads a column selected as bytes (`CAST(… AS BINARY)` or `AS BLOB`).
+/// SQLite hands them over as a BLOB, so no byte can fail the fetch; MySQL
+/// and MariaDB may still label the cast TEXT, in which case the driver has
+/// decoded it already, which text from MySQL's utf8mb4 always survives.
+pub(crate) fn bytes<I: sqlx::ColumnIndex<sqlx::any::AnyRow> + Copy>(
+    row: &sqlx::any::AnyRow,
+    column: I,
+) -> Result<Vec<u8>> {
+    use sqlx::Row;
+    match row.try_get::<Vec<u8>, _>(column) {
+        Ok(bytes) => Ok(bytes),
+        Err(_) => Ok(row.try_get::<String, _>(column)?.into_bytes()),
+    }
+}
+
 /// `?, ?, ?` for an `IN` list of `n` values.
 pub(crate) fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")

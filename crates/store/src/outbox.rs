@@ -99,7 +99,7 @@ fn outbox_row(row: &sqlx::any::AnyRow) -> Result<OutboxRow> {
     let entity_type = text(row, 1)?;
     let key = match sqlx::ValueRef::is_null(&row.try_get_raw(2)?) {
         true => None,
-        false => Some(match String::from_utf8(row.try_get::<Vec<u8>, _>(2)?) {
+        false => Some(match String::from_utf8(crate::db::bytes(row, 2)?) {
             Ok(key) => (key, false),
             Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
         }),

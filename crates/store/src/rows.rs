@@ -23,7 +23,9 @@
 //! hands a BLOB field's bytes through) used to fail the statement, and with
 //! it the indexer's whole batch, every round, for every source. So every
 //! column but the raw key is selected as bytes (`CAST(CAST(c AS CHAR) AS
-//! BINARY)`, SQLite's `CAST(CAST(c AS TEXT) AS BLOB)`) and decoded here:
+//! BINARY)`, SQLite's `CAST(CAST(c AS TEXT) AS BLOB)`) and decoded here
+//! (MySQL and MariaDB may label the cast text and decode it themselves;
+//! their utf8mb4 text is always valid, so only SQLite needs the bytes):
 //!
 //! - text with invalid bytes is read lossily, each invalid sequence
 //!   becoming U+FFFD: the row is indexed, and its valid text is found as
@@ -37,7 +39,7 @@
 
 use sqlx::{AnyConnection, Row};
 
-use crate::db::{placeholders, Db};
+use crate::db::{bytes, placeholders, Db};
 use crate::{Dialect, Result};
 use chaja_core::model::{AttrValue, Doc, Key};
 use chaja_core::sources::{Source, SourceId, Sources, TimeUnit};
@@ -260,7 +262,7 @@ fn integer_key(dialect: Dialect, row: &sqlx::any::AnyRow) -> Result<bool> {
 }
 
 fn key_bytes(row: &sqlx::any::AnyRow) -> Result<Vec<u8>> {
-    Ok(row.try_get::<Vec<u8>, _>(1)?)
+    bytes(row, 1)
 }
 
 fn doc_from_row(
@@ -351,8 +353,7 @@ fn nullable_text(row: &sqlx::any::AnyRow, i: usize) -> Result<Option<(String, bo
     if sqlx::ValueRef::is_null(&row.try_get_raw(i)?) {
         return Ok(None);
     }
-    let bytes: Vec<u8> = row.try_get(i)?;
-    Ok(Some(match String::from_utf8(bytes) {
+    Ok(Some(match String::from_utf8(bytes(row, i)?) {
         Ok(text) => (text, false),
         Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
     }))
