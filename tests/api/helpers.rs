@@ -264,6 +264,7 @@ fn serve_args(database: &Database) -> ServeArgs {
             replica_id: None,
             database_read_url: None,
             max_replica_lag: Duration::from_secs(30),
+            max_lag: Duration::from_secs(30),
             outbox_retention: Duration::from_secs(24 * 3600),
             outbox_keep: 100_000,
             housekeeping: Duration::from_secs(10),

@@ -5,6 +5,7 @@ mod browser;
 mod cache;
 mod checker;
 mod concurrency;
+mod counters;
 mod faults;
 mod helpers;
 mod http_client;

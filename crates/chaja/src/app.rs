@@ -200,6 +200,7 @@ impl App {
                 search,
                 mirror,
                 writer_memory: args.store.writer_memory(),
+                max_lag: args.mirror.max_lag,
                 input: args.input_limits(),
                 synonyms: std::sync::Arc::new(synonyms),
                 operations: Default::default(),

@@ -539,6 +539,12 @@ pub struct MirrorArgs {
     #[arg(long = "max-replica-lag-secs", env = "CHAJA_MAX_REPLICA_LAG_SECS", default_value = "30", value_parser = secs)]
     pub max_replica_lag: Duration,
 
+    /// Past this many seconds of lag (the age of the oldest outbox row not
+    /// applied yet), this server stops claiming ready: its indexer falls
+    /// behind what is written.
+    #[arg(long = "max-lag-secs", env = "CHAJA_MAX_LAG_SECS", default_value = "30", value_parser = secs)]
+    pub max_lag: Duration,
+
     /// Replicas that have not reported for this many hours do not hold back
     /// outbox pruning (and rebuild by reindex when they come back).
     #[arg(long = "outbox-retention-hours", env = "CHAJA_OUTBOX_RETENTION_HOURS", default_value = "24", value_parser = hours)]

@@ -58,33 +58,3 @@ pub fn sources_of(file: &ConfigFile) -> (Sources, bool) {
         None => (sources(), true),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use chaja_store::Dialect;
-
-    /// The demo's migration creates the very triggers `chaja install`
-    /// would, so the two paths mirror alike.
-    #[test]
-    fn the_migration_holds_the_installed_triggers() {
-        for (dialect, migration) in [
-            (
-                Dialect::MySql,
-                include_str!("../../../migrations/mysql/0004_sources.sql"),
-            ),
-            (
-                Dialect::Sqlite,
-                include_str!("../../../migrations/sqlite/0004_sources.sql"),
-            ),
-        ] {
-            let triggers: Vec<String> = chaja_store::install::script(dialect, &super::sources())
-                .into_iter()
-                .filter(|s| s.starts_with("CREATE TRIGGER"))
-                .collect();
-            assert_eq!(triggers.len(), 6);
-            for trigger in triggers {
-                assert!(migration.contains(&trigger), "{dialect:?}: {trigger}");
-            }
-        }
-    }
-}

@@ -155,6 +155,8 @@ pub struct MirrorStatus {
     pub backlog: Option<i64>,
     /// Age of the oldest of them.
     pub seconds_behind: Option<f64>,
+    /// Documents written or deleted per second, over the last 10 s.
+    pub applied_per_second: f64,
     pub last_commit: Option<String>,
     /// What `/readyz` answers.
     pub ready: bool,
@@ -242,6 +244,7 @@ async fn status(State(state): State<AppState>) -> Result<Json<Status>> {
         applied_seq: applied,
         backlog: readiness.backlog,
         seconds_behind: readiness.seconds_behind,
+        applied_per_second: state.mirror.progress.applied_per_second(),
         last_commit,
         ready: readiness.ready(),
         database_up: readiness.database,

@@ -54,6 +54,8 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
             "rewound": readiness.rewound,
             "behind_pruned": readiness.behind_pruned,
             "unchecked": readiness.unchecked,
+            "lagging": readiness.lagging,
+            "applied_per_second": state.mirror.progress.applied_per_second(),
             "outbox_backlog": readiness.backlog,
             "seconds_behind": readiness.seconds_behind,
         },
@@ -82,6 +84,9 @@ pub(crate) struct Readiness {
     /// The indexer has not yet checked its position against the outbox
     /// (just started, or the database was down since).
     pub unchecked: bool,
+    /// The oldest change not applied yet is older than
+    /// `CHAJA_MAX_LAG_SECS`: the indexer falls behind its writers.
+    pub lagging: bool,
     pub failing: bool,
     /// Shutting down: still answering, taking no new traffic.
     pub draining: bool,
@@ -115,6 +120,7 @@ impl Readiness {
             rewound: progress.is_rewound(),
             behind_pruned: progress.is_behind_pruned(),
             unchecked: !progress.is_checked(),
+            lagging: seconds_behind.is_some_and(|s| s > state.max_lag.as_secs_f64()),
             failing: progress.is_failing(),
             draining: progress.is_draining(),
             warming: progress.is_warming(),
@@ -132,6 +138,7 @@ impl Readiness {
             && !self.rewound
             && !self.behind_pruned
             && !self.unchecked
+            && !self.lagging
             && !self.failing
             && !self.draining
             && !self.warming

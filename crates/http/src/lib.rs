@@ -62,6 +62,9 @@ pub struct AppState {
     pub mirror: MirrorHandle,
     /// Index writer memory for rebuilds started over HTTP.
     pub writer_memory: usize,
+    /// Past this much lag (the oldest change not applied yet), `/readyz`
+    /// says not ready.
+    pub max_lag: Duration,
     pub input: InputLimits,
     /// Query-time synonyms from the config file.
     pub synonyms: Arc<chaja_core::synonyms::Synonyms>,

@@ -44,6 +44,8 @@ async fn render(State(state): State<AppState>) -> String {
     metrics::gauge!("index_generation").set(generation.id as f64);
     let applied = state.mirror.progress.applied_seq();
     metrics::gauge!("outbox_applied_seq").set(applied as f64);
+    metrics::gauge!("index_changes_applied_per_second")
+        .set(state.mirror.progress.applied_per_second());
     metrics::gauge!("db_pool_connections", "state" => "open").set(f64::from(state.db.pool.size()));
     metrics::gauge!("db_pool_connections", "state" => "idle").set(state.db.pool.num_idle() as f64);
     // The backlog as the background check last found it: a scrape never

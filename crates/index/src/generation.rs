@@ -9,12 +9,12 @@ use tantivy::directory::MmapDirectory;
 use tantivy::tokenizer::WhitespaceTokenizer;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 
-use chaja_core::sources::{Sources, MAX_SOURCES};
+use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 
 use crate::checkpoint::{read_checkpoint, Checkpoint};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::GramTokenizer;
-use crate::uid::tag_source;
+use crate::uid::{key_term, tag_source};
 use crate::writer::{for_each_live_key, DocWriter};
 use crate::{morph, search, IndexError, Result};
 
@@ -210,6 +210,42 @@ impl Generation {
             .collect();
         duplicates.sort_unstable();
         Ok(duplicates)
+    }
+
+    /// The content digest (`Doc::digest`) the live document of each key
+    /// holds, for the keys that have one. Blocking: a term lookup per key
+    /// and segment, so the indexer can tell a row that did not change from
+    /// one that did before it analyses anything.
+    pub fn digests(
+        &self,
+        keys: &[(SourceId, &str)],
+    ) -> Result<std::collections::HashMap<String, u64>> {
+        let searcher = self.reader.searcher();
+        let mut found = std::collections::HashMap::with_capacity(keys.len());
+        for segment in searcher.segment_readers() {
+            let inverted = segment.inverted_index(self.fields.key)?;
+            let digest = segment.fast_fields().u64("digest")?;
+            let alive = segment.alive_bitset();
+            for (source, key) in keys {
+                let term_text = key_term(*source, key);
+                let term = tantivy::Term::from_field_text(self.fields.key, &term_text);
+                let Some(mut postings) =
+                    inverted.read_postings(&term, tantivy::schema::IndexRecordOption::Basic)?
+                else {
+                    continue;
+                };
+                let mut doc = tantivy::DocSet::doc(&postings);
+                while doc != tantivy::TERMINATED {
+                    if alive.is_none_or(|a| a.is_alive(doc)) {
+                        if let Some(d) = digest.first(doc) {
+                            found.insert(term_text.clone(), d);
+                        }
+                    }
+                    doc = tantivy::DocSet::advance(&mut postings);
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Number of live documents.

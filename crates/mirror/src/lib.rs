@@ -12,11 +12,14 @@ pub use error::MirrorError;
 pub type Result<T, E = MirrorError> = std::result::Result<T, E>;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chaja_index::Version;
 use tokio::sync::Notify;
+
+/// The window the applied rate is measured over.
+pub const RATE_WINDOW_MS: i64 = 10_000;
 
 /// An indexer that has not finished a loop for this long is stuck: a
 /// round is at most one batch, and rebuilds run beside the loop.
@@ -46,6 +49,9 @@ pub struct Progress {
     /// are gone from the outbox, so its index misses them until a rebuild
     /// is live.
     behind_pruned: AtomicBool,
+    /// Changes applied (documents written or deleted) in the last few
+    /// seconds, for the rate `/metrics` and the console show.
+    applied_rows: Mutex<std::collections::VecDeque<(i64, u64)>>,
     /// Set once housekeeping has compared this replica's position with the
     /// outbox (rewound? behind the prune point?): until then nobody knows
     /// whether its index can be served.
@@ -70,6 +76,7 @@ impl Default for Progress {
             rewound: AtomicBool::new(false),
             behind_pruned: AtomicBool::new(false),
             checked: AtomicBool::new(false),
+            applied_rows: Mutex::default(),
             draining: AtomicBool::new(false),
             warming: AtomicBool::new(false),
         }
@@ -109,6 +116,31 @@ impl Progress {
 
     pub fn is_behind_pruned(&self) -> bool {
         self.behind_pruned.load(Ordering::Acquire)
+    }
+
+    /// Records `rows` changes applied by a commit now.
+    pub fn applied(&self, rows: u64) {
+        let now = chaja_core::clock::now_ms();
+        let mut window = self.applied_rows.lock().expect("throughput lock");
+        window.push_back((now, rows));
+        while window
+            .front()
+            .is_some_and(|(at, _)| now - at > RATE_WINDOW_MS)
+        {
+            window.pop_front();
+        }
+    }
+
+    /// Changes applied per second over the last [`RATE_WINDOW_MS`].
+    pub fn applied_per_second(&self) -> f64 {
+        let now = chaja_core::clock::now_ms();
+        let window = self.applied_rows.lock().expect("throughput lock");
+        let rows: u64 = window
+            .iter()
+            .filter(|(at, _)| now - at <= RATE_WINDOW_MS)
+            .map(|(_, n)| n)
+            .sum();
+        rows as f64 * 1000.0 / RATE_WINDOW_MS as f64
     }
 
     /// Whether housekeeping has checked the position once (see the field).

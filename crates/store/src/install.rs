@@ -2,9 +2,14 @@
 //!
 //! Three triggers per source (after insert, update, delete) write the
 //! changed row's key to `search_outbox` in the writer's own transaction;
-//! they do not look at the row's content or its `filter`: the indexer reads
-//! the row back and decides (see `db::rows`). An update that changes the
-//! key also records the old key, so the old row leaves the index.
+//! they do not decide whether the row is searchable: the indexer reads the
+//! row back and decides (see `rows`). The update trigger records a change
+//! only when a column chaja reads differs between `OLD` and `NEW` (the
+//! key, `created_at`, the fields, the attributes and the filter's columns;
+//! see `watch`), byte for byte and NULL-safe, in the `INSERT … SELECT …
+//! WHERE` (MySQL and MariaDB triggers have no `WHEN`), so a view counter's
+//! `+ 1` writes nothing. An update that changes the key also records the
+//! old key, so the old row leaves the index.
 //!
 //! The SQL runs unchanged on MySQL 8 and MariaDB (no `CREATE TRIGGER IF
 //! NOT EXISTS`, which is MariaDB's; no `BEGIN … END`, so `--print` output
@@ -19,6 +24,7 @@
 
 use sqlx::Row;
 
+use crate::watch::{self, Watched};
 use crate::{Db, Dialect};
 use crate::{Result, StoreError};
 use chaja_core::sources::{Source, Sources};
@@ -129,8 +135,11 @@ fn tables_sql(dialect: Dialect) -> Vec<String> {
     sql.iter().map(|s| (*s).to_owned()).collect()
 }
 
-/// What a source's trigger for `event` runs: one statement.
-fn trigger_body(dialect: Dialect, source: &Source, event: Event) -> String {
+/// What a source's trigger for `event` runs: one statement. The update
+/// trigger records the row only when a column in `watched` changed (byte
+/// for byte, NULL-safe; see `watch`), and the old key too when the key
+/// changed.
+fn trigger_body(dialect: Dialect, source: &Source, event: Event, watched: &Watched) -> String {
     let name = &source.name;
     let id = format!("`{}`", source.id);
     // utf8mb4 whatever the connection that creates the trigger uses (a
@@ -155,8 +164,28 @@ fn trigger_body(dialect: Dialect, source: &Source, event: Event) -> String {
                     format!("WHERE CAST(OLD.{id} AS BLOB) IS NOT CAST(NEW.{id} AS BLOB)")
                 }
             };
+            let same = |column: &str| match dialect {
+                Dialect::MySql => {
+                    format!("CAST(OLD.`{column}` AS BINARY) <=> CAST(NEW.`{column}` AS BINARY)")
+                }
+                Dialect::Sqlite => {
+                    format!("CAST(OLD.`{column}` AS BLOB) IS CAST(NEW.`{column}` AS BLOB)")
+                }
+            };
+            let upsert_when = match watched {
+                Watched::Every { .. } => String::new(),
+                Watched::Columns(columns) => {
+                    let all: Vec<String> = columns.iter().map(|c| same(c)).collect();
+                    let from = if dialect == Dialect::MySql {
+                        " FROM DUAL"
+                    } else {
+                        ""
+                    };
+                    format!("{from} WHERE NOT ({})", all.join(" AND "))
+                }
+            };
             format!(
-                "{insert} SELECT '{name}', {}, 'upsert' UNION ALL SELECT '{name}', {}, 'delete' {changed}",
+                "{insert} SELECT '{name}', {}, 'upsert'{upsert_when} UNION ALL SELECT '{name}', {}, 'delete' {changed}",
                 key("NEW"),
                 key("OLD")
             )
@@ -165,9 +194,25 @@ fn trigger_body(dialect: Dialect, source: &Source, event: Event) -> String {
 }
 
 /// `CREATE TRIGGER` for one source and event.
-fn trigger_sql(dialect: Dialect, source: &Source, event: Event) -> String {
-    let body = trigger_body(dialect, source, event);
-    let trigger = trigger_name(source, event);
+fn trigger_sql(dialect: Dialect, source: &Source, event: Event, watched: &Watched) -> String {
+    trigger_sql_named(
+        dialect,
+        source,
+        event,
+        watched,
+        &trigger_name(source, event),
+    )
+}
+
+/// [`trigger_sql`] under another name (an upgrade's stand-in).
+fn trigger_sql_named(
+    dialect: Dialect,
+    source: &Source,
+    event: Event,
+    watched: &Watched,
+    trigger: &str,
+) -> String {
+    let body = trigger_body(dialect, source, event, watched);
     let table = &source.table;
     let event = event.sql();
     match dialect {
@@ -182,57 +227,97 @@ fn trigger_sql(dialect: Dialect, source: &Source, event: Event) -> String {
 
 /// A fingerprint of a source's three triggers, recorded in
 /// `search_installed`: what `serve` trusts when it may not see triggers.
-fn definition(dialect: Dialect, source: &Source) -> String {
+fn definition(dialect: Dialect, source: &Source, watched: &Watched) -> String {
     let statements: Vec<String> = EVENTS
         .iter()
-        .map(|e| trigger_sql(dialect, source, *e))
+        .map(|e| trigger_sql(dialect, source, *e, watched))
         .collect();
     blake3::hash(statements.join("\n").as_bytes()).to_hex()[..16].to_owned()
 }
 
 /// Records a source's triggers as installed (MySQL and SQLite both read
 /// `REPLACE INTO`).
-fn record_sql(dialect: Dialect, source: &Source) -> String {
+fn record_sql(dialect: Dialect, source: &Source, watched: &Watched) -> String {
     format!(
         "REPLACE INTO search_installed (source, definition) VALUES ('{}', '{}')",
         source.name,
-        definition(dialect, source)
+        definition(dialect, source, watched)
     )
 }
 
-/// Every statement `install` runs, in order: what `--print` writes.
+/// Every statement `install` runs on an empty database, in order: what
+/// `--print` writes. With no database to ask, the filter's words are
+/// taken for columns (see `watch`); `install` checks them.
 pub fn script(dialect: Dialect, sources: &Sources) -> Vec<String> {
     let mut statements = tables_sql(dialect);
     for source in sources.iter() {
+        let watched = watch::watched(source, None);
         for event in EVENTS {
-            statements.push(trigger_sql(dialect, source, event));
+            statements.push(trigger_sql(dialect, source, event, &watched));
         }
-        statements.push(record_sql(dialect, source));
+        statements.push(record_sql(dialect, source, &watched));
     }
     statements
 }
 
+/// What `source`'s update trigger compares, its filter checked against the
+/// table's columns; said once when every update must be recorded.
+async fn watched_in(db: &Db, source: &Source) -> Result<Watched> {
+    let columns: Vec<String> = table_columns(db, &source.table)
+        .await?
+        .into_iter()
+        .map(|(name, _, _)| name)
+        .collect();
+    Ok(watch::watched(source, Some(&columns)))
+}
+
+/// A stand-in trigger's name while an older one is replaced: short, so
+/// that it fits MySQL's 64 characters whatever the source is called.
+fn stand_in_name(source: &Source, event: Event) -> String {
+    let hash = blake3::hash(trigger_name(source, event).as_bytes());
+    format!("chaja_next_{}", &hash.to_hex()[..12])
+}
+
 /// Creates chaja's tables and every source's triggers, after checking the
 /// sources against the database. Triggers already there are kept when
-/// they are exactly what this configuration would create; one that
-/// differs (left by another configuration) stops the install first.
+/// they are exactly what this configuration would create; chaja's own of
+/// another version or configuration are upgraded (see [`upgrade`]); one
+/// that is not chaja's stops the install first.
 pub async fn install(db: &Db, sources: &Sources) -> Result<()> {
+    let mut watched = Vec::with_capacity(sources.len());
     for source in sources.iter() {
         check_source(db, source).await?;
+        let w = watched_in(db, source).await?;
+        if let Watched::Every { why } = &w {
+            tracing::warn!(
+                source = source.name,
+                "{why}: its update trigger records every update, whatever column changed"
+            );
+        }
+        watched.push(w);
     }
     let found = triggers(db).await?;
-    for source in sources.iter() {
+    // chaja's own triggers of this name and table, made by an earlier
+    // version or configuration: replaced below, without a moment in which
+    // a write goes unrecorded.
+    let mut upgrades: Vec<(usize, Event)> = Vec::new();
+    for (i, source) in sources.iter().enumerate() {
         for event in EVENTS {
             let name = trigger_name(source, event);
             if let Some(other) = found.iter().find(|t| t.name == name) {
-                if !other.is(db.dialect, source, event) {
-                    return Err(misconfigured(
-                        source,
-                        format!(
-                            "trigger `{name}` exists but is not what this config creates (an older config?); run `chaja uninstall` with the config that installed it, or DROP TRIGGER `{name}`, then install again"
-                        ),
-                    ));
+                if other.is(db.dialect, source, event, &watched[i]) {
+                    continue;
                 }
+                if other.is_chajas() && other.table.eq_ignore_ascii_case(&source.table) {
+                    upgrades.push((i, event));
+                    continue;
+                }
+                return Err(misconfigured(
+                    source,
+                    format!(
+                        "trigger `{name}` exists but is not chaja's for this table; DROP TRIGGER `{name}` (or rename yours), then install again"
+                    ),
+                ));
             }
         }
     }
@@ -259,13 +344,13 @@ pub async fn install(db: &Db, sources: &Sources) -> Result<()> {
         sqlx::raw_sql(&statement).execute(&db.pool).await?;
     }
     let mut created: Vec<String> = Vec::new();
-    for source in sources.iter() {
+    for (i, source) in sources.iter().enumerate() {
         for event in EVENTS {
             let name = trigger_name(source, event);
             if found.iter().any(|t| t.name == name) {
                 continue;
             }
-            let result = sqlx::raw_sql(&trigger_sql(db.dialect, source, event))
+            let result = sqlx::raw_sql(&trigger_sql(db.dialect, source, event, &watched[i]))
                 .execute(&db.pool)
                 .await;
             if let Err(e) = result {
@@ -286,13 +371,52 @@ pub async fn install(db: &Db, sources: &Sources) -> Result<()> {
             created.push(name);
         }
     }
+    for (i, event) in upgrades {
+        let source = sources.iter().nth(i).expect("an upgrade names a source");
+        upgrade(db, source, event, &watched[i]).await?;
+    }
     // Recorded only once every trigger is in place: `check_installed` may
     // trust these records.
-    for source in sources.iter() {
-        sqlx::raw_sql(&record_sql(db.dialect, source))
+    for (i, source) in sources.iter().enumerate() {
+        sqlx::raw_sql(&record_sql(db.dialect, source, &watched[i]))
             .execute(&db.pool)
             .await?;
     }
+    Ok(())
+}
+
+/// Replaces chaja's older trigger for `event` with this version's. MySQL
+/// cannot replace a trigger in one statement (and DDL commits at once), so
+/// the new one goes in first under a stand-in name, both fire for a
+/// moment (a change recorded twice is applied once: loading a row is
+/// idempotent), then the old one goes, the new one takes its name, and the
+/// stand-in goes: no write falls between two triggers.
+async fn upgrade(db: &Db, source: &Source, event: Event, watched: &Watched) -> Result<()> {
+    let name = trigger_name(source, event);
+    let stand_in = stand_in_name(source, event);
+    // One connection, in order: a pooled SQLite connection may not have
+    // seen another's DROP yet.
+    let mut conn = db.pool.acquire().await?;
+    let steps = [
+        (format!("DROP TRIGGER IF EXISTS `{stand_in}`"), &stand_in),
+        (
+            trigger_sql_named(db.dialect, source, event, watched, &stand_in),
+            &stand_in,
+        ),
+        (format!("DROP TRIGGER IF EXISTS `{name}`"), &name),
+        (trigger_sql(db.dialect, source, event, watched), &name),
+        (format!("DROP TRIGGER IF EXISTS `{stand_in}`"), &stand_in),
+    ];
+    for (sql, trigger) in steps {
+        sqlx::raw_sql(&sql)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| trigger_error(source, trigger, e))?;
+    }
+    tracing::info!(
+        trigger = name,
+        "upgraded a trigger installed by an earlier version or configuration"
+    );
     Ok(())
 }
 
@@ -358,7 +482,8 @@ pub async fn check_installed(db: &Db, sources: &Sources) -> Result<()> {
             } else {
                 on_table.iter().all(|t| t.statement.is_none())
             };
-        if unreadable && recorded(db, source).await? {
+        let watched = watched_in(db, source).await?;
+        if unreadable && recorded(db, source, &watched).await? {
             tracing::info!(
                 source = source.name,
                 "cannot see this table's triggers (no TRIGGER privilege?); trusting the install record"
@@ -367,8 +492,18 @@ pub async fn check_installed(db: &Db, sources: &Sources) -> Result<()> {
         }
         for event in EVENTS {
             let name = trigger_name(source, event);
+            // Triggers of an earlier version, which record every update,
+            // miss nothing: served, with a word to upgrade them.
+            let every = Watched::Every { why: String::new() };
             match found.iter().find(|t| t.name == name) {
-                Some(t) if t.is(db.dialect, source, event) => {}
+                Some(t) if t.is(db.dialect, source, event, &watched) => {}
+                Some(t) if t.is(db.dialect, source, event, &every) => {
+                    tracing::warn!(
+                        source = source.name,
+                        trigger = name,
+                        "this trigger records every update, also of columns chaja does not read; run `chaja install` to upgrade it"
+                    );
+                }
                 Some(_) => {
                     return Err(misconfigured(
                         source,
@@ -404,7 +539,7 @@ async fn may_see_triggers(db: &Db) -> Result<bool> {
 
 /// Whether `search_installed` records this source's triggers as this
 /// configuration defines them.
-async fn recorded(db: &Db, source: &Source) -> Result<bool> {
+async fn recorded(db: &Db, source: &Source, watched: &Watched) -> Result<bool> {
     if table_columns(db, "search_installed").await?.is_empty() {
         return Ok(false);
     }
@@ -413,7 +548,7 @@ async fn recorded(db: &Db, source: &Source) -> Result<bool> {
             .bind(&source.name)
             .fetch_optional(&db.pool)
             .await?;
-    Ok(definition.as_deref() == Some(&*self::definition(db.dialect, source)))
+    Ok(definition.as_deref() == Some(&*self::definition(db.dialect, source, watched)))
 }
 
 /// A trigger as the database shows it.
@@ -428,10 +563,10 @@ struct Trigger {
 
 impl Trigger {
     /// Whether it is exactly the trigger this source has for `event`.
-    fn is(&self, dialect: Dialect, source: &Source, event: Event) -> bool {
+    fn is(&self, dialect: Dialect, source: &Source, event: Event, watched: &Watched) -> bool {
         let expected = match dialect {
-            Dialect::MySql => trigger_body(dialect, source, event),
-            Dialect::Sqlite => trigger_sql(dialect, source, event),
+            Dialect::MySql => trigger_body(dialect, source, event, watched),
+            Dialect::Sqlite => trigger_sql(dialect, source, event, watched),
         };
         let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
         self.table.eq_ignore_ascii_case(&source.table)
@@ -688,6 +823,31 @@ mod tests {
         assert_eq!(triggers.len(), 6);
         for t in triggers {
             assert!(!t.contains("BEGIN") && !t.contains("IF NOT EXISTS"), "{t}");
+        }
+    }
+
+    /// `--print` shows the comparison: the update trigger records a row
+    /// only when a column chaja reads changed, byte for byte.
+    #[test]
+    fn the_update_trigger_compares_the_columns_chaja_reads() {
+        let sources = chaja_core::sources::for_tests();
+        for dialect in [Dialect::MySql, Dialect::Sqlite] {
+            let script = script(dialect, &sources);
+            let update = script
+                .iter()
+                .find(|s| s.starts_with("CREATE TRIGGER `chaja_post_update`"))
+                .unwrap();
+            for column in ["id", "created_at", "title", "body", "author_id"] {
+                assert!(
+                    update.contains(&format!("OLD.`{column}`")),
+                    "{dialect:?}: {update}"
+                );
+            }
+            let same = match dialect {
+                Dialect::MySql => "<=>",
+                Dialect::Sqlite => " IS CAST(NEW.",
+            };
+            assert!(update.contains(same), "{update}");
         }
     }
 }

@@ -9,7 +9,8 @@
 //!   `search_outbox` and its bookkeeping tables.
 //! - [`install`]: the one definition of chaja's own tables and of the
 //!   triggers that fill the outbox in the writer's transaction, checked
-//!   against the tables first, all or nothing.
+//!   against the tables first, all or nothing; [`watch`]: which columns a
+//!   source reads, so that an update of any other costs nothing.
 //!
 //! Nothing here knows HTTP: a caller asks [`StoreError::is_unavailable`]
 //! whether a failure means "the database is down, try later".
@@ -18,6 +19,7 @@ pub mod db;
 pub mod install;
 pub mod outbox;
 pub mod rows;
+pub mod watch;
 
 pub use db::{insert, random_secret, secret, text, Db, Dialect};
 

@@ -56,6 +56,17 @@ pub(super) async fn load_into(
     Ok(())
 }
 
+/// Batches of outbox rows one round may read while they name few keys.
+const COALESCE_ROUNDS: i64 = 16;
+
+/// The (source, key) pairs outbox rows name.
+fn distinct_keys(rows: &[OutboxRow]) -> std::collections::HashSet<(String, String)> {
+    rows.iter()
+        .filter_map(|r| r.change.as_ref())
+        .map(|c| (c.entity_type.clone(), c.key.clone()))
+        .collect()
+}
+
 /// Outbox ids committed on the primary.
 #[derive(Default)]
 pub(super) struct Committed(BTreeSet<i64>);
@@ -111,7 +122,27 @@ impl Indexer {
     ) -> Result<Batch> {
         let mut tx = self.read.pool.begin().await?;
         let mut rows = if position.gaps.len() < MAX_GAP_RUNS {
-            outbox::changes_after(&mut tx, position.high, self.config.batch).await?
+            // A burst of changes to a few rows (a counter a filter reads,
+            // an attribute) is many outbox rows and few keys: read on, in
+            // the same snapshot, while the batch has fewer distinct keys
+            // than its size, so that they cost one load and one write each
+            // however many outbox rows they fill.
+            let mut rows = outbox::changes_after(&mut tx, position.high, self.config.batch).await?;
+            let mut keys: std::collections::HashSet<(String, String)> = distinct_keys(&rows);
+            while rows.len() as i64 % self.config.batch == 0
+                && !rows.is_empty()
+                && (keys.len() as i64) < self.config.batch
+                && (rows.len() as i64) < self.config.batch * COALESCE_ROUNDS
+            {
+                let after = rows.last().map_or(position.high, |r| r.seq);
+                let more = outbox::changes_after(&mut tx, after, self.config.batch).await?;
+                if more.is_empty() {
+                    break;
+                }
+                keys.extend(distinct_keys(&more));
+                rows.extend(more);
+            }
+            rows
         } else {
             tracing::warn!(
                 gaps = position.gaps.len(),
@@ -247,7 +278,14 @@ impl Indexer {
             Err(join) => panic!("index writer thread panicked: {join}"),
         };
         tail.writer = Some(writer);
-        result?;
+        let changed = result?;
+        if Arc::ptr_eq(&tail.generation, &self.index.live()) {
+            self.handle.progress.applied(changed as u64);
+        }
+        let round = Round {
+            changed: changed > 0,
+            ..round
+        };
         tail.position = next;
         tail.heal.clear();
         if Arc::ptr_eq(&tail.generation, &self.index.live()) {
@@ -265,23 +303,41 @@ pub(super) async fn close(tail: Tail) {
     let _ = tokio::task::spawn_blocking(move || drop(tail)).await;
 }
 
-/// Applies changes and commits them with `checkpoint`; blocking.
+/// Applies changes and commits them with `checkpoint`; blocking. A row
+/// whose content digest (text, time, key, attributes) equals the one its
+/// document holds is left alone: no analysis, no delete and add, whatever
+/// column the change was in. Returns the documents that changed.
 pub(super) fn apply(
     writer: &mut DocWriter,
     generation: &Generation,
     work: &[(SourceId, String, Option<Doc>)],
     checkpoint: &Checkpoint,
-) -> Result<()> {
+) -> Result<usize> {
     let started = Instant::now();
+    let upserts: Vec<(SourceId, &str)> = work
+        .iter()
+        .filter(|(_, _, doc)| doc.is_some())
+        .map(|(source, key, _)| (*source, key.as_str()))
+        .collect();
+    let indexed = generation.digests(&upserts)?;
+    let mut changed = 0;
     for (source, key, doc) in work {
         match doc {
-            Some(doc) => writer.upsert(doc)?,
+            Some(doc) => {
+                let term = chaja_index::key_term(*source, key);
+                if indexed.get(&term) == Some(&doc.digest()) {
+                    metrics::counter!("index_changes_unchanged_total").increment(1);
+                    continue;
+                }
+                writer.upsert(doc)?;
+            }
             None => writer.delete(*source, key),
         }
+        changed += 1;
     }
     writer.commit_checkpoint(checkpoint)?;
     generation.reader.reload()?;
     metrics::histogram!("index_commit_seconds").record(started.elapsed().as_secs_f64());
-    metrics::counter!("index_changes_applied_total").increment(work.len() as u64);
-    Ok(())
+    metrics::counter!("index_changes_applied_total").increment(changed as u64);
+    Ok(changed)
 }

@@ -112,6 +112,10 @@ function renderStatus(status) {
       ? '알 수 없음'
       : `${mirror.seconds_behind.toLocaleString('ko-KR', { maximumFractionDigits: 1 })}초`,
   );
+  text(
+    'applied-rate',
+    `${(mirror.applied_per_second ?? 0).toLocaleString('ko-KR', { maximumFractionDigits: 1 })}행/초`,
+  );
   text('applied-seq', formatCount(mirror.applied_seq));
   text('last-commit', mirror.last_commit ? formatDateTime(mirror.last_commit) : '없음');
   renderQuarantine(mirror.quarantined ?? []);
