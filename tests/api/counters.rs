@@ -175,3 +175,39 @@ async fn the_demos_triggers_are_upgraded_to_compare_columns(store: Store) {
     assert!(outbox::max_seq(app.db()).await.unwrap() > 0);
     app.finish().await;
 }
+
+/// `chaja loadtest --scenario counters` on a site's own table: the storm
+/// runs, writes no outbox row, and its probes are applied.
+#[cfg(feature = "loadtest")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_counters_scenario_runs_on_any_table() {
+    let app = spawn_app_on_schema(Store::Sqlite, board(Store::Sqlite), BOARD).await;
+    for i in 1..=20 {
+        app.sql(&format!(
+            "INSERT INTO post (member_id, title, body, created_at) VALUES (1, '글 {i}', '본문', '2026-01-01 00:00:00')"
+        ))
+        .await;
+    }
+    app.wait_indexed().await;
+    let config = chaja_loadtest::counters::CountersConfig {
+        database_url: app.args.store.database_url.clone(),
+        table: "post".to_owned(),
+        column: "view_count".to_owned(),
+        rate: 50,
+    };
+    let host = format!("http://{}", app.addr);
+    let summary = chaja_loadtest::counters::run(&host, &config, std::time::Duration::from_secs(3))
+        .await
+        .unwrap();
+    assert!(summary.to_string().starts_with("TPS"), "{summary}");
+    assert!(summary.executed >= 100, "{summary}");
+    assert_eq!(summary.errors, 0, "{summary}");
+    assert_eq!(summary.outbox_rows, 0, "{summary}");
+    assert!(summary.probes >= 2, "{summary}");
+    let views: i64 = sqlx::query_scalar("SELECT SUM(view_count) FROM post")
+        .fetch_one(&app.db().pool)
+        .await
+        .unwrap();
+    assert_eq!(views as u64, summary.executed);
+    app.finish().await;
+}

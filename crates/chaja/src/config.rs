@@ -106,6 +106,9 @@ pub enum Scenario {
     Abuse,
     /// Every request a never-seen query cut from the server's own rows.
     Longtail,
+    /// A counter storm on `--table`'s `--column`, by plain SQL on
+    /// `--database-url`, timing how soon a write is searchable meanwhile.
+    Counters,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -147,6 +150,22 @@ pub struct LoadtestArgs {
     /// Where report.html, report.json and summary.json go.
     #[arg(long, default_value = "loadtest-report")]
     pub report_dir: PathBuf,
+
+    /// `counters`: the database the server mirrors.
+    #[arg(long)]
+    pub database_url: Option<String>,
+
+    /// `counters`: the table whose counter is bumped.
+    #[arg(long)]
+    pub table: Option<String>,
+
+    /// `counters`: the counter column (`view_count`).
+    #[arg(long)]
+    pub column: Option<String>,
+
+    /// `counters`: updates per second.
+    #[arg(long, default_value_t = 500)]
+    pub rate: u32,
 }
 
 #[cfg(feature = "loadtest")]
@@ -161,6 +180,7 @@ impl LoadtestArgs {
                 Scenario::Mixed => LoadScenario::Mixed,
                 Scenario::Abuse => LoadScenario::Abuse,
                 Scenario::Longtail => LoadScenario::Longtail,
+                Scenario::Counters => LoadScenario::Counters,
             },
             keyword: self.keyword.clone(),
             manifest: self.manifest.clone(),
@@ -170,6 +190,21 @@ impl LoadtestArgs {
             iterations: self.iterations,
             report_dir: self.report_dir.clone(),
         }
+    }
+
+    /// The `counters` scenario's table and column, all given.
+    pub fn counters(&self) -> anyhow::Result<chaja_loadtest::counters::CountersConfig> {
+        let (Some(database_url), Some(table), Some(column)) =
+            (&self.database_url, &self.table, &self.column)
+        else {
+            anyhow::bail!("--scenario counters needs --database-url, --table and --column");
+        };
+        Ok(chaja_loadtest::counters::CountersConfig {
+            database_url: database_url.clone(),
+            table: table.clone(),
+            column: column.clone(),
+            rate: self.rate,
+        })
     }
 }
 

@@ -169,6 +169,13 @@ fn connect(store: &StoreArgs) -> anyhow::Result<Db> {
 
 #[cfg(feature = "loadtest")]
 async fn loadtest(args: &LoadtestArgs) -> anyhow::Result<()> {
+    if args.scenario == chaja::config::Scenario::Counters {
+        let run_time = std::time::Duration::from_secs(args.run_time as u64);
+        let summary =
+            chaja_loadtest::counters::run(&args.host, &args.counters()?, run_time).await?;
+        print!("{summary}");
+        return Ok(());
+    }
     let summary = chaja_loadtest::run(&args.config()).await?;
     print!("{summary}");
     println!("reports in {}", args.report_dir.display());

@@ -61,6 +61,7 @@ pub struct LoadtestConfig {
     pub report_dir: std::path::PathBuf,
 }
 
+pub mod counters;
 pub mod longtail;
 
 /// Keywords a load test searches for. Common words of Korean developer
@@ -505,6 +506,8 @@ pub enum LoadScenario {
     Abuse,
     /// Every request a never-seen query cut from the server's own rows.
     Longtail,
+    /// A counter storm on a table, by plain SQL (see `counters`).
+    Counters,
 }
 
 impl std::fmt::Display for LoadScenario {
@@ -515,6 +518,7 @@ impl std::fmt::Display for LoadScenario {
             LoadScenario::Mixed => "mixed",
             LoadScenario::Abuse => "abuse",
             LoadScenario::Longtail => "longtail",
+            LoadScenario::Counters => "counters",
         })
     }
 }
@@ -533,6 +537,11 @@ fn scenarios_for(name: LoadScenario) -> anyhow::Result<Vec<Scenario>> {
             .register_transaction(transaction!(write_then_find).set_weight(1)?)],
         LoadScenario::Longtail => {
             vec![scenario!("longtail").register_transaction(transaction!(longtail_search))]
+        }
+        LoadScenario::Counters => {
+            anyhow::bail!(
+                "the counters scenario is plain SQL, not users: run it with counters::run"
+            )
         }
         LoadScenario::Abuse => vec![
             scenario!("normal").register_transaction(transaction!(search)),

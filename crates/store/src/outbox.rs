@@ -26,6 +26,10 @@ pub struct OutboxRow {
     /// `None` for a row without a key; the indexer also skips a source it
     /// does not know. Either is counted and still advances the position.
     pub change: Option<Change>,
+    /// A probe (`op = 'probe'`): a row written only to time how soon the
+    /// indexer applies what is written (`chaja loadtest --scenario
+    /// counters`); it names no row and is skipped without a word.
+    pub probe: bool,
 }
 
 /// The outbox's columns, the key as bytes: one key that is not valid
@@ -33,10 +37,10 @@ pub struct OutboxRow {
 fn select_outbox(conn: &AnyConnection) -> &'static str {
     match crate::Dialect::of_connection(conn) {
         crate::Dialect::MySql => {
-            "SELECT seq, entity_type, CAST(entity_key AS BINARY), created_at FROM search_outbox"
+            "SELECT seq, entity_type, CAST(entity_key AS BINARY), created_at, op FROM search_outbox"
         }
         crate::Dialect::Sqlite => {
-            "SELECT seq, entity_type, CAST(entity_key AS BLOB), created_at FROM search_outbox"
+            "SELECT seq, entity_type, CAST(entity_key AS BLOB), created_at, op FROM search_outbox"
         }
     }
 }
@@ -105,10 +109,12 @@ fn outbox_row(row: &sqlx::any::AnyRow) -> Result<OutboxRow> {
         }),
     };
     let created_at: i64 = row.try_get(3)?;
+    let probe = text(row, 4)? == "probe";
     Ok(OutboxRow {
         seq,
         created_at,
-        change: key.map(|(key, unreadable)| Change {
+        probe,
+        change: key.filter(|_| !probe).map(|(key, unreadable)| Change {
             seq,
             entity_type,
             key,

@@ -207,6 +207,7 @@ mod tests {
                 seq,
                 created_at: 1000 + seq,
                 change: None,
+                probe: false,
             })
             .collect()
     }

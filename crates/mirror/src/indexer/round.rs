@@ -173,6 +173,7 @@ impl Indexer {
                 Some((source, change)) => {
                     ids.entry(source).or_default().insert(change.key.clone());
                 }
+                None if row.probe => {}
                 None => unknown += 1,
             }
         }
