@@ -42,7 +42,7 @@ async fn main() {
     let suggester = Suggester::default();
     let started = Instant::now();
     suggester
-        .refresh(&index, &Trending::new(None, 2))
+        .refresh(&index, &Trending::new(None, 2, 1))
         .await
         .expect("candidates build");
     println!(

@@ -14,6 +14,7 @@ use chaja_search::trending::{Trend, Trending, Window};
 
 use crate::both_stores;
 use crate::helpers::{redis_url, spawn_app_with, wait_until, RedisServer, Store, TestApp};
+use crate::http_client::{Method, StatusCode};
 
 both_stores!(
     answers_are_cached_until_the_index_moves,
@@ -282,8 +283,8 @@ async fn locks_and_trending_on_a_redis_cluster() {
         let prefix = format!("chaja-test-{:016x}", rand::random::<u64>());
         RedisTier::new(&url, &prefix, Duration::from_millis(200)).unwrap()
     };
-    trending_windows(Trending::new(Some(tier()), 2)).await;
-    trending_caps_each_client(Trending::new(Some(tier()), 2)).await;
+    trending_windows(Trending::new(Some(tier()), 2, 1)).await;
+    trending_caps_each_client(Trending::new(Some(tier()), 2, 1)).await;
 }
 
 /// Whether the L2 answer of `key` under `prefix` is in Redis at `url`
@@ -418,14 +419,14 @@ async fn trending_windows(trending: Trending) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trending_windows_in_process() {
-    trending_windows(Trending::new(None, 2)).await;
+    trending_windows(Trending::new(None, 2, 1)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trending_windows_in_redis() {
     let prefix = format!("chaja-test-{:016x}", rand::random::<u64>());
     let redis = RedisTier::new(&redis_url(), &prefix, Duration::from_millis(200)).unwrap();
-    trending_windows(Trending::new(Some(redis), 2)).await;
+    trending_windows(Trending::new(Some(redis), 2, 1)).await;
 }
 
 /// One client sending many distinct queries adds at most 30 keywords to a
@@ -444,14 +445,14 @@ async fn trending_caps_each_client(trending: Trending) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trending_caps_each_client_in_process() {
-    trending_caps_each_client(Trending::new(None, 2)).await;
+    trending_caps_each_client(Trending::new(None, 2, 1)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trending_caps_each_client_in_redis() {
     let prefix = format!("chaja-test-{:016x}", rand::random::<u64>());
     let redis = RedisTier::new(&redis_url(), &prefix, Duration::from_millis(200)).unwrap();
-    trending_caps_each_client(Trending::new(Some(redis), 2)).await;
+    trending_caps_each_client(Trending::new(Some(redis), 2, 1)).await;
 }
 
 /// Over HTTP, from several client addresses: ranks, once per client, first
@@ -596,5 +597,58 @@ async fn smaller_pages_are_served_from_one_cached_answer() {
     let all = app.search("크기", "&size=20").await;
     assert_eq!(all["hits"].as_array().unwrap().len(), 15);
     assert!(all["next_cursor"].is_null(), "{}", all["next_cursor"]);
+    app.finish().await;
+}
+
+/// A keyword trends only once `CHAJA_TRENDING_MIN_CLIENTS` (3) distinct
+/// clients searched it; searches that carry the admin key, or come from
+/// `CHAJA_TRENDING_EXCLUDE`, are never counted. (One load test from one
+/// address filled the list with fragments of its queries.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trending_needs_clients_and_skips_the_operators() {
+    let app = spawn_app_with(Store::Sqlite, |a| {
+        a.cache.trending_min_clients = 3;
+        a.cache.trending_exclude = "198.51.100.0/24".parse().unwrap();
+        a.keys.admin_key = Some("operator".into());
+        a.limits.trusted_proxies = "127.0.0.1".parse().unwrap();
+    })
+    .await;
+    let user = app.create_user("u").await;
+    for word in ["두명만", "관리자만", "제외만", "셋이서"] {
+        app.create_question(user, &format!("{word} 찾는 글"), "본문")
+            .await;
+    }
+    app.wait_indexed().await;
+    let search = |q: &'static str, client: &'static str, key: Option<&'static str>| {
+        let path = format!("/api/search?q={}", crate::helpers::urlencode(q));
+        let mut request = app.forwarded(Method::GET, &path, client);
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+        }
+    };
+    for client in ["203.0.113.1", "203.0.113.2"] {
+        search("두명만", client, None).await;
+    }
+    for client in ["203.0.113.1", "203.0.113.2", "203.0.113.3"] {
+        search("관리자만", client, Some("operator")).await;
+        search("셋이서", client, None).await;
+    }
+    for client in ["198.51.100.1", "198.51.100.2", "198.51.100.3"] {
+        search("제외만", client, None).await;
+    }
+    app.state.search.trending.flush().await;
+    let (_, body) = app.get("/api/search/trending?window=1h").await;
+    let keywords: Vec<&str> = body["keywords"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["keyword"].as_str().unwrap())
+        .collect();
+    assert_eq!(keywords, ["셋이서"], "{body}");
+    assert_eq!(body["keywords"][0]["count"], 3);
     app.finish().await;
 }

@@ -233,6 +233,10 @@ fn serve_args(database: &Database) -> ServeArgs {
             grace: Duration::ZERO,
             redis_timeout: Duration::from_millis(50),
             trending_min_chars: 2,
+            // One client makes a trend in tests, most of which search from
+            // one address; `trending_needs_clients` sets the default's 3.
+            trending_min_clients: 1,
+            trending_exclude: Default::default(),
             l1: 16 << 20,
         },
         keys: KeyArgs {

@@ -150,12 +150,18 @@ impl App {
             args.cache.settings(),
             mirror.progress.version_handle(),
         );
-        // Searches that found nothing, counted as trending is, apart.
+        // Searches that found nothing, counted as trending is, apart; for
+        // the operators, so one client's miss is worth listing.
         let zero_results = Trending::new(
             redis.as_ref().map(|r| r.namespaced("zero")),
             args.cache.trending_min_chars,
+            1,
         );
-        let trending = Trending::new(redis, args.cache.trending_min_chars);
+        let trending = Trending::new(
+            redis,
+            args.cache.trending_min_chars,
+            args.cache.trending_min_clients,
+        );
         let mut indexer = Indexer::new(db.clone(), index.clone(), mirror.clone(), args.indexer());
         let mut replica_watch = None;
         if let Some(url) = &args.mirror.database_read_url {

@@ -323,6 +323,7 @@ impl ServeArgs {
         chaja_http::Limits {
             keys: self.keys.keys(),
             allowed_hosts: self.keys.allowed_hosts.clone(),
+            uncounted: self.cache.trending_exclude.clone(),
             clients: chaja_http::client::ClientResolver::new(
                 self.limits.trusted_proxies.clone(),
                 self.limits.client_ip_header.into(),
@@ -395,6 +396,18 @@ pub struct CacheArgs {
     /// Shortest keyword counted in trending searches, in characters.
     #[arg(long, env = "CHAJA_TRENDING_MIN_CHARS", default_value_t = 2)]
     pub trending_min_chars: usize,
+
+    /// A keyword trends only once this many distinct clients searched it
+    /// in the window: one client, a load test or a bot, cannot make one.
+    #[arg(long, env = "CHAJA_TRENDING_MIN_CLIENTS", default_value_t = 3)]
+    pub trending_min_clients: u64,
+
+    /// Addresses or CIDR blocks (comma-separated) whose searches are never
+    /// counted in trending or zero-result searches: a monitor, a load
+    /// generator. Requests that carry the admin key are never counted
+    /// either.
+    #[arg(long, env = "CHAJA_TRENDING_EXCLUDE", default_value = "")]
+    pub trending_exclude: chaja_http::client::Networks,
 
     /// Size of the in-process cache tier, in MiB; 0 turns the cache off
     /// (both tiers), which benchmarks use to measure the index alone.
@@ -486,7 +499,7 @@ pub struct LimitArgs {
     /// Reverse proxies (addresses or CIDR blocks, comma-separated) whose
     /// record of the client is believed; empty: the peer is the client.
     #[arg(long, env = "CHAJA_TRUSTED_PROXIES", default_value = "")]
-    pub trusted_proxies: chaja_http::client::ProxyList,
+    pub trusted_proxies: chaja_http::client::Networks,
 
     /// The header trusted proxies record the client in.
     #[arg(long, env = "CHAJA_CLIENT_IP_HEADER", value_enum, default_value_t = ClientIpHeader::XForwardedFor)]

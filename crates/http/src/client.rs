@@ -27,15 +27,23 @@ pub enum ForwardedHeader {
     Forwarded,
 }
 
-/// `CHAJA_TRUSTED_PROXIES`: addresses or CIDR blocks, comma-separated. An
-/// empty value is an empty list, so `KEY=` in a compose file means none.
+/// Addresses or CIDR blocks, comma-separated (`CHAJA_TRUSTED_PROXIES`,
+/// `CHAJA_TRENDING_EXCLUDE`). An empty value is an empty list, so `KEY=` in
+/// a compose file means none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProxyList(pub Vec<IpNet>);
+pub struct Networks(pub Vec<IpNet>);
 
-impl std::str::FromStr for ProxyList {
+impl Networks {
+    pub fn contains(&self, addr: IpAddr) -> bool {
+        let addr = addr.to_canonical();
+        self.0.iter().any(|net| net.contains(&addr))
+    }
+}
+
+impl std::str::FromStr for Networks {
     type Err = String;
 
-    fn from_str(s: &str) -> Result<ProxyList, String> {
+    fn from_str(s: &str) -> Result<Networks, String> {
         s.split(',')
             .map(str::trim)
             .filter(|part| !part.is_empty())
@@ -45,7 +53,7 @@ impl std::str::FromStr for ProxyList {
                     .map_err(|_| format!("{part:?} is not an IP address or CIDR block"))
             })
             .collect::<Result<Vec<_>, _>>()
-            .map(ProxyList)
+            .map(Networks)
     }
 }
 
@@ -58,7 +66,7 @@ pub struct ClientResolver {
 
 impl ClientResolver {
     /// No trusted proxies: the client is always the peer.
-    pub fn new(trusted: ProxyList, header: ForwardedHeader) -> ClientResolver {
+    pub fn new(trusted: Networks, header: ForwardedHeader) -> ClientResolver {
         ClientResolver {
             trusted: trusted.0.into(),
             header,
@@ -169,8 +177,8 @@ mod tests {
         // A bare address is a /32; an empty setting is no proxies.
         let single: IpAddr = "192.0.2.1".parse().unwrap();
         assert_ne!(resolver.resolve(single, &xff).addr, single);
-        assert_eq!("".parse::<ProxyList>().unwrap(), ProxyList::default());
-        assert!("10.0.0.0/8,nonsense".parse::<ProxyList>().is_err());
+        assert_eq!("".parse::<Networks>().unwrap(), Networks::default());
+        assert!("10.0.0.0/8,nonsense".parse::<Networks>().is_err());
 
         let rfc = ClientResolver::new("10.0.0.0/8".parse().unwrap(), ForwardedHeader::Forwarded);
         let fwd = headers("forwarded", "for=127.0.0.1, for=\"[2001:db8::1]:4711\"");

@@ -68,13 +68,18 @@ impl From<PathRejection> for ApiError {
 }
 
 /// The client's key (see `client::Client`), as the guard resolved it:
-/// through trusted proxies, IPv6 cut to its /64.
+/// through trusted proxies, IPv6 cut to its /64; `None` for a request
+/// whose searches trending does not count (the admin key, an excluded
+/// address).
 pub struct ClientIp(pub Option<IpAddr>);
 
 impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        if parts.extensions.get::<crate::ops::Uncounted>().is_some() {
+            return Ok(ClientIp(None));
+        }
         let client = parts.extensions.get::<super::client::Client>();
         Ok(ClientIp(client.map(|c| c.key)))
     }

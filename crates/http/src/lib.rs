@@ -251,6 +251,9 @@ pub struct Limits {
     /// Hosts besides loopback for keyless admin and browser writes
     /// (`CHAJA_ALLOWED_HOSTS`; see `origin`).
     pub allowed_hosts: origin::AllowedHosts,
+    /// Clients whose searches trending never counts
+    /// (`CHAJA_TRENDING_EXCLUDE`).
+    pub uncounted: client::Networks,
     /// Who a request comes from (trusted proxies).
     pub clients: client::ClientResolver,
     /// Requests per second per client; 0 is no limit.
@@ -267,6 +270,7 @@ impl Default for Limits {
         Limits {
             keys: Keys::default(),
             allowed_hosts: Default::default(),
+            uncounted: Default::default(),
             clients: client::ClientResolver::default(),
             rate_per_second: 0,
             in_flight_per_client: 0,
@@ -284,6 +288,7 @@ pub fn router(state: AppState, limits: &Limits, extra: OpenApiRouter<AppState>) 
     let guard = ops::Guard::new(
         limits.keys.clone(),
         limits.allowed_hosts.clone(),
+        limits.uncounted.clone(),
         limits.clients.clone(),
         limits.rate_per_second,
         limits.in_flight_per_client,

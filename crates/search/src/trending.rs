@@ -100,6 +100,10 @@ pub struct Trending {
     tx: mpsc::Sender<Message>,
     store: Store,
     min_chars: usize,
+    /// A keyword is listed only once this many distinct clients searched
+    /// it in the window: one client (a load test, a bot) cannot make a
+    /// trend however often it searches.
+    min_clients: u64,
 }
 
 #[derive(Clone)]
@@ -110,9 +114,10 @@ enum Store {
 
 impl Trending {
     /// Keywords shorter than `min_chars` (spaces not counted) are never
-    /// counted, so never listed. Starts the background recorder, which
-    /// stops when the last handle is dropped.
-    pub fn new(redis: Option<RedisTier>, min_chars: usize) -> Trending {
+    /// counted, so never listed, and one searched by fewer than
+    /// `min_clients` clients in a window is not listed for it. Starts the
+    /// background recorder, which stops when the last handle is dropped.
+    pub fn new(redis: Option<RedisTier>, min_chars: usize, min_clients: u64) -> Trending {
         let store = match redis {
             Some(redis) => Store::Redis(redis),
             None => Store::Local(Arc::default()),
@@ -133,6 +138,7 @@ impl Trending {
             tx,
             store,
             min_chars: min_chars.max(1),
+            min_clients: min_clients.max(1),
         }
     }
 
@@ -168,7 +174,16 @@ impl Trending {
         self.top_at(window, limit, now_ms()).await
     }
 
+    /// The most searched keywords of `window` at `now`: each client counts
+    /// once per keyword per window, so a count is distinct clients, and
+    /// only counts of at least `min_clients` are listed.
     pub async fn top_at(&self, window: Window, limit: usize, now: i64) -> Result<Vec<Trend>> {
+        let mut top = self.counted_at(window, limit, now).await?;
+        top.retain(|t| t.count >= self.min_clients);
+        Ok(top)
+    }
+
+    async fn counted_at(&self, window: Window, limit: usize, now: i64) -> Result<Vec<Trend>> {
         let (name, width) = (window.name(), window.width_ms());
         let bucket = width / BUCKETS_PER_WINDOW;
         let buckets = (now - width) / bucket..=now / bucket;
