@@ -151,6 +151,11 @@ pub struct LoadtestArgs {
     #[arg(long, default_value = "loadtest-report")]
     pub report_dir: PathBuf,
 
+    /// Sent with every request: the server counts none of the test's
+    /// searches in trending (`CHAJA_ADMIN_KEY`).
+    #[arg(long, hide_env_values = true)]
+    pub admin_key: Option<String>,
+
     /// `counters`: the database the server mirrors.
     #[arg(long)]
     pub database_url: Option<String>,
@@ -189,6 +194,7 @@ impl LoadtestArgs {
             run_time: self.run_time,
             iterations: self.iterations,
             report_dir: self.report_dir.clone(),
+            admin_key: self.admin_key.clone(),
         }
     }
 

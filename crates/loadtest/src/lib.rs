@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use goose::config::GooseConfiguration;
 use goose::metrics::{GooseMetrics, GooseRequestMetricTimingData};
 use goose::prelude::*;
-use rand::seq::IndexedRandom;
+use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -59,6 +59,22 @@ pub struct LoadtestConfig {
     pub iterations: usize,
     /// Where report.html, report.json and summary.json go.
     pub report_dir: std::path::PathBuf,
+    /// Sent with every request (`Authorization: Bearer`): the server then
+    /// counts none of the test's searches in trending.
+    pub admin_key: Option<String>,
+}
+
+/// An HTTP client that sends `admin_key`, when given, with every request.
+pub(crate) fn client(admin_key: Option<&str>) -> anyhow::Result<reqwest::Client> {
+    let mut builder = reqwest::Client::builder();
+    if let Some(key) = admin_key {
+        let mut headers = reqwest::header::HeaderMap::new();
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+        builder = builder.default_headers(headers);
+    }
+    Ok(builder.build()?)
 }
 
 pub mod counters;
@@ -203,6 +219,8 @@ impl Mix {
 static RUN: Mutex<Option<RunState>> = Mutex::new(None);
 
 struct RunState {
+    /// Sent with every request, when given.
+    admin_key: Option<String>,
     mix: Arc<Mix>,
     start: Instant,
     /// Requests finished in each second of the test, for the peak TPS.
@@ -238,8 +256,11 @@ pub fn urlencode(s: &str) -> String {
 }
 
 /// Asks the server for each candidate's total and sorts them into classes.
-pub async fn calibrate(host: &str) -> anyhow::Result<Mix> {
-    let client = reqwest::Client::new();
+/// The candidates are common words of Korean developer prose, and words
+/// of the server's own rows (sampled over the search API, see
+/// `longtail::fetch_texts`), so that any site's data gets a mix.
+pub async fn calibrate(host: &str, admin_key: Option<&str>) -> anyhow::Result<Mix> {
+    let client = client(admin_key)?;
     let ready: Value = client
         .get(format!("{host}/readyz"))
         .send()
@@ -248,7 +269,20 @@ pub async fn calibrate(host: &str) -> anyhow::Result<Mix> {
         .await?;
     let docs = ready["index"]["docs"].as_u64().unwrap_or(0).max(1) as f64;
     let mut mix = Mix::default();
-    for word in CANDIDATES {
+    let mut candidates: Vec<String> = CANDIDATES.iter().map(|w| (*w).to_owned()).collect();
+    if let Ok(texts) = longtail::fetch_texts(host, 200, admin_key).await {
+        let mut words: Vec<String> = texts
+            .iter()
+            .flat_map(|t| t.split_whitespace())
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned())
+            .filter(|w| (2..=6).contains(&w.chars().count()))
+            .collect();
+        words.sort_unstable();
+        words.dedup();
+        words.shuffle(&mut rand::rng());
+        candidates.extend(words.into_iter().take(60));
+    }
+    for word in &candidates {
         let url = format!("{host}/api/search?q={}&size=1", urlencode(word));
         let body: Value = client.get(url).send().await?.json().await?;
         let total = body["total"].as_u64().unwrap_or(0);
@@ -263,11 +297,13 @@ pub async fn calibrate(host: &str) -> anyhow::Result<Mix> {
         } else {
             &mut mix.rare
         };
-        class.push((*word).to_owned());
+        if !class.contains(word) {
+            class.push(word.clone());
+        }
     }
     anyhow::ensure!(
         !(mix.rare.is_empty() && mix.common.is_empty() && mix.frequent.is_empty()),
-        "no candidate keyword matches anything: seed the server first (chaja seed)"
+        "no candidate keyword matches anything: index some rows first (chaja reindex, or chaja seed for the demo)"
     );
     Ok(mix)
 }
@@ -523,20 +559,42 @@ impl std::fmt::Display for LoadScenario {
     }
 }
 
+/// Sends the admin key with every request of this goose user, when the
+/// test was given one (see `LoadtestConfig::admin_key`).
+async fn identify(user: &mut GooseUser) -> TransactionResult {
+    let Some(key) = with_run(|r| r.admin_key.clone()) else {
+        return Ok(());
+    };
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Ok(mut value) = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")) {
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    user.set_client_builder(
+        reqwest::Client::builder()
+            .default_headers(headers)
+            .timeout(Duration::from_secs(60)),
+    )
+    .await?;
+    Ok(())
+}
+
 fn scenarios_for(name: LoadScenario) -> anyhow::Result<Vec<Scenario>> {
+    let scenario =
+        |name: &str| scenario!(name).register_transaction(transaction!(identify).set_on_start());
     Ok(match name {
         LoadScenario::Search => {
-            vec![scenario!("search").register_transaction(transaction!(search))]
+            vec![scenario("search").register_transaction(transaction!(search))]
         }
-        LoadScenario::Flow => vec![scenario!("flow")
+        LoadScenario::Flow => vec![scenario("flow")
             .register_transaction(transaction!(sign_up).set_on_start())
             .register_transaction(transaction!(flow))],
-        LoadScenario::Mixed => vec![scenario!("mixed")
+        LoadScenario::Mixed => vec![scenario("mixed")
             .register_transaction(transaction!(sign_up).set_on_start())
             .register_transaction(transaction!(search).set_weight(9)?)
             .register_transaction(transaction!(write_then_find).set_weight(1)?)],
         LoadScenario::Longtail => {
-            vec![scenario!("longtail").register_transaction(transaction!(longtail_search))]
+            vec![scenario("longtail").register_transaction(transaction!(longtail_search))]
         }
         LoadScenario::Counters => {
             anyhow::bail!(
@@ -544,8 +602,8 @@ fn scenarios_for(name: LoadScenario) -> anyhow::Result<Vec<Scenario>> {
             )
         }
         LoadScenario::Abuse => vec![
-            scenario!("normal").register_transaction(transaction!(search)),
-            scenario!("abusers")
+            scenario("normal").register_transaction(transaction!(search)),
+            scenario("abusers")
                 .register_transaction(transaction!(pose).set_on_start())
                 .register_transaction(transaction!(abuse)),
         ],
@@ -653,15 +711,16 @@ fn summarize(args: &LoadtestConfig, metrics: &GooseMetrics, state: RunState) -> 
 
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(
-            f,
-            "scenario {} against {} with {} users for {} s",
-            self.scenario, self.host, self.users, self.duration_s
-        )?;
+        // The first line is what scripts read: TPS, executed, errors.
         writeln!(
             f,
             "TPS {:.1}  peak TPS {}  mean {:.2} ms  executed {}  errors {}",
             self.tps, self.peak_tps, self.mean_ms, self.executed, self.errors
+        )?;
+        writeln!(
+            f,
+            "scenario {} against {} with {} users for {} s",
+            self.scenario, self.host, self.users, self.duration_s
         )?;
         writeln!(
             f,
@@ -722,6 +781,21 @@ fn inline_chart_library(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Fails, saying why, unless the server has the demo platform's write
+/// routes, which `flow` and `mixed` drive: a server of a site's own tables
+/// (`[[source]]`) serves searches only.
+async fn demo_routes(host: &str) -> anyhow::Result<()> {
+    let api: Value = reqwest::get(format!("{host}/api-docs/openapi.json"))
+        .await?
+        .json()
+        .await?;
+    anyhow::ensure!(
+        api["paths"].get("/api/questions").is_some(),
+        "the flow and mixed scenarios write through the demo platform's routes (POST /api/questions, /api/users), which this server does not serve: it mirrors a site's own tables ([[source]]). Run search, longtail or abuse, which need only the search API; or counters, which writes to your table with plain SQL"
+    );
+    Ok(())
+}
+
 /// Runs one bounded load test and writes its reports.
 pub async fn run(args: &LoadtestConfig) -> anyhow::Result<Summary> {
     anyhow::ensure!(
@@ -748,13 +822,14 @@ pub async fn run(args: &LoadtestConfig) -> anyhow::Result<Summary> {
             mix
         }
         (None, None) if args.scenario == LoadScenario::Longtail => Mix::default(),
-        (None, None) => calibrate(&host).await?,
+        (None, None) => calibrate(&host, args.admin_key.as_deref()).await?,
     };
+    if matches!(args.scenario, LoadScenario::Flow | LoadScenario::Mixed) {
+        demo_routes(&host).await?;
+    }
     let mix = Arc::new(mix);
     let longtail = if args.scenario == LoadScenario::Longtail {
-        let ready: Value = reqwest::get(format!("{host}/readyz")).await?.json().await?;
-        let docs = ready["index"]["docs"].as_u64().unwrap_or(0);
-        let texts = longtail::fetch_texts(&host, docs, 1000).await?;
+        let texts = longtail::fetch_texts(&host, 1000, args.admin_key.as_deref()).await?;
         Some(longtail::Sampler::new(texts))
     } else {
         None
@@ -779,6 +854,7 @@ pub async fn run(args: &LoadtestConfig) -> anyhow::Result<Summary> {
     config.no_websocket = true;
     config.no_reset_metrics = true;
     *RUN.lock().expect("loadtest state lock") = Some(RunState {
+        admin_key: args.admin_key.clone(),
         mix,
         start: Instant::now(),
         per_second: Vec::new(),
