@@ -58,8 +58,14 @@ pub struct DocWriter {
 impl DocWriter {
     /// Replaces whatever the index holds for this row.
     pub fn upsert(&mut self, doc: &Doc) -> Result<()> {
+        self.upsert_with(doc, Morphemes::of(doc))
+    }
+
+    /// [`DocWriter::upsert`] with the row's morphemes already found (a
+    /// batch finds them on several threads).
+    pub fn upsert_with(&mut self, doc: &Doc, morphemes: Morphemes) -> Result<()> {
         self.delete(doc.source, &doc.key.text());
-        self.add(doc, Morphemes::of(doc))
+        self.add(doc, morphemes)
     }
 
     /// Adds a row the index does not hold yet, with its morphemes: a

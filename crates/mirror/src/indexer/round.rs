@@ -7,9 +7,10 @@ use std::time::Instant;
 
 use chaja_core::model::Doc;
 use chaja_core::sources::{SourceId, Sources};
-use chaja_index::{Checkpoint, DocWriter, Generation};
+use chaja_index::{Checkpoint, DocWriter, Generation, Morphemes};
 use chaja_store::outbox::{self, OutboxRow};
 use chaja_store::rows::Loaded;
+use rayon::prelude::*;
 
 use super::position::{Position, MAX_GAP_RUNS};
 use super::Indexer;
@@ -321,16 +322,32 @@ pub(super) fn apply(
         .map(|(source, key, _)| (*source, key.as_str()))
         .collect();
     let indexed = generation.digests(&upserts)?;
+    let unchanged = |source: SourceId, key: &str, doc: &Doc| {
+        indexed.get(&chaja_index::key_term(source, key)) == Some(&doc.digest())
+    };
+    // The rows to write, and their morphemes found on every core at once:
+    // the Korean analysis is most of a row's cost before tantivy's own.
+    let writes: Vec<&Doc> = work
+        .iter()
+        .filter_map(|(source, key, doc)| doc.as_ref().filter(|d| !unchanged(*source, key, d)))
+        .collect();
+    let mut morphemes = writes
+        .par_iter()
+        .map(|doc| Morphemes::of(doc))
+        .collect::<Vec<_>>()
+        .into_iter();
+    let skipped = upserts.len() - writes.len();
+    if skipped > 0 {
+        metrics::counter!("index_changes_unchanged_total").increment(skipped as u64);
+    }
+    // In the work's order: a key met twice (a healed row) ends as its last.
     let mut changed = 0;
     for (source, key, doc) in work {
         match doc {
+            Some(doc) if unchanged(*source, key, doc) => continue,
             Some(doc) => {
-                let term = chaja_index::key_term(*source, key);
-                if indexed.get(&term) == Some(&doc.digest()) {
-                    metrics::counter!("index_changes_unchanged_total").increment(1);
-                    continue;
-                }
-                writer.upsert(doc)?;
+                let found = morphemes.next().expect("one analysis per write");
+                writer.upsert_with(doc, found)?;
             }
             None => writer.delete(*source, key),
         }
