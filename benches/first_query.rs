@@ -132,7 +132,7 @@ async fn main() {
             let q = two_words(rng)?;
             fresh(&q, name).then(|| {
                 let mut r = Request::newest_first(parse_query(&q), 10);
-                r.sort = sort;
+                r.sort = sort.clone();
                 r.morph = morph;
                 r.now = chaja_core::clock::now_ms();
                 (q, r)

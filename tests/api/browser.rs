@@ -646,3 +646,75 @@ fn has_inline_handler(html: &str) -> bool {
         name_len > 0 && rest[name_len..].starts_with('=')
     })
 }
+
+/// The review ratings as chips with counts; clicking ★5 filters to those
+/// reviews, the total follows, and clicking it again clears the filter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_facet_chip_filters_the_results() {
+    let app = spawn_app_with(Store::Sqlite, |_| {}).await;
+    let user = app.create_user("u").await;
+    let question = app
+        .create_question(user, "배송 질문", "배송이 늦어요")
+        .await;
+    for (i, rating) in [5, 5, 5, 4, 4, 1].into_iter().enumerate() {
+        let (status, body) = app
+            .post(
+                &format!("/api/questions/{question}/reviews"),
+                json!({ "author_id": user, "content": format!("배송 후기 {i}"), "rating": rating }),
+            )
+            .await;
+        assert_eq!(status, crate::http_client::StatusCode::CREATED, "{body}");
+    }
+    app.wait_indexed().await;
+    let driver = Driver::start();
+    let browser = driver.open(1280, 900).await;
+    browser
+        .goto(&app.url("/?q=%EB%B0%B0%EC%86%A1"))
+        .await
+        .unwrap();
+    until(
+        &browser,
+        "the total",
+        "document.querySelector('#total')?.textContent.includes('총 7건')",
+    )
+    .await;
+    let chips = until(
+        &browser,
+        "the rating chips",
+        "[...document.querySelectorAll('#facets button.chip')].map(c => c.textContent).join('|')",
+    )
+    .await;
+    assert_eq!(chips, "★5 3|★4 2|★1 1", "{chips}");
+    // The search page also offers 추천순 and 평점순 from the sources.
+    let orders = text(&browser, "#sort").await;
+    assert!(
+        orders.contains("추천순") && orders.contains("평점순"),
+        "{orders}"
+    );
+    click(&browser, "#facets button.chip[data-value='5']").await;
+    until(
+        &browser,
+        "the filtered total",
+        "document.querySelector('#total')?.textContent.includes('총 3건')",
+    )
+    .await;
+    assert!(url(&browser).await.contains("attr.rating=5"));
+    assert_eq!(hit_count(&browser).await, 3);
+    let pressed = until(
+        &browser,
+        "the pressed chip",
+        "document.querySelector('#facets button.chip[aria-pressed=\"true\"]')?.textContent",
+    )
+    .await;
+    assert_eq!(pressed, "★5 3");
+    screenshot(&browser, "facet-chip.png").await;
+    click(&browser, "#facets button.chip[data-value='5']").await;
+    until(
+        &browser,
+        "the total again",
+        "document.querySelector('#total')?.textContent.includes('총 7건')",
+    )
+    .await;
+    browser.close().await.unwrap();
+    app.finish().await;
+}

@@ -91,7 +91,7 @@ async fn redis_keeps_answers_across_a_restart(store: Store) {
     wait_until(
         Duration::from_secs(30),
         "the answer never reached redis",
-        || async { redis_keys(&prefix, "search:v4:").await.len() == 1 },
+        || async { redis_keys(&prefix, "search:v5:").await.len() == 1 },
     )
     .await;
     // A new process has an empty L1; the answer comes from Redis, younger
@@ -180,7 +180,7 @@ async fn a_flood_of_unique_queries_evicts_no_hot_key_and_stays_out_of_redis() {
     assert_eq!(hot["cache"]["hit"], true, "the hot key was evicted");
     assert_eq!(app.state.search.cache.computations(), computed + 1000);
     let prefix = app.args.cache.cache_prefix.clone();
-    assert_eq!(redis_keys(&prefix, "search:v4:").await.len(), 1);
+    assert_eq!(redis_keys(&prefix, "search:v5:").await.len(), 1);
     app.finish().await;
 }
 
@@ -259,6 +259,7 @@ fn answer(watermark: i64) -> Answer {
         by_source: vec![1, 0],
         hits: Vec::new(),
         ranks: Vec::new(),
+        facets: Vec::new(),
         more: false,
         watermark,
         computed_at_ms: chaja_core::clock::now_ms(),
@@ -301,7 +302,7 @@ fn in_l2(url: &str, prefix: &str, key: &str) -> bool {
             "-p",
             port,
             "exists",
-            &format!("{prefix}:search:v4:{key}"),
+            &format!("{prefix}:search:v5:{key}"),
         ])
         .output()
         .unwrap();

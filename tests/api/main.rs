@@ -6,6 +6,7 @@ mod cache;
 mod checker;
 mod concurrency;
 mod counters;
+mod facets;
 mod faults;
 mod helpers;
 mod http_client;

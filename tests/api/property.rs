@@ -8,7 +8,7 @@ use unicode_normalization::UnicodeNormalization;
 use chaja_core::model::{AttrValue, Doc, Key};
 use chaja_core::sources::SourceId;
 use chaja_core::text::{normalize, parse_query, row_matches, Keyword};
-use chaja_index::search::{search_split, Filter, Request, Sort};
+use chaja_index::search::{search_split, AttrOrder, Filter, NumberRange, Request, Sort};
 use chaja_index::{create_generation, Generation};
 
 /// Small alphabets so that random keywords actually occur.
@@ -97,7 +97,30 @@ fn build(docs: &[Doc], deleted: &[usize]) -> (tempfile::TempDir, Generation) {
 }
 
 fn sort_strategy() -> impl Strategy<Value = Sort> {
-    prop::sample::select(vec![Sort::Recent, Sort::Oldest, Sort::Relevance])
+    let by = |name: &str, descending| {
+        Sort::Attribute(AttrOrder {
+            name: name.to_owned(),
+            descending,
+        })
+    };
+    prop::sample::select(vec![
+        Sort::Recent,
+        Sort::Oldest,
+        Sort::Relevance,
+        by("like_count", true),
+        by("like_count", false),
+        by("rating", true),
+        by("rating", false),
+    ])
+}
+
+/// A row's number under `name`: questions have `like_count`, reviews
+/// `rating`, each maybe NULL.
+fn number(doc: &Doc, name: &str) -> Option<f64> {
+    doc.attributes
+        .iter()
+        .find(|(n, _)| n == name)
+        .and_then(|(_, v)| v.number())
 }
 
 fn filter_strategy() -> impl Strategy<Value = Filter> {
@@ -106,14 +129,27 @@ fn filter_strategy() -> impl Strategy<Value = Filter> {
         prop::option::of(1i64..3),
         prop::option::of(0i64..10),
         prop::option::of(10i64..20),
+        prop::option::of((
+            prop::sample::select(vec!["like_count", "rating"]),
+            prop::option::of(0i64..6),
+            prop::option::of(0i64..6),
+        )),
     )
-        .prop_map(|(source, author_id, from, to)| Filter {
+        .prop_map(|(source, author_id, from, to, range)| Filter {
             source: source.map(SourceId::from_index),
             attributes: author_id
                 .map(|a| vec![("author_id".to_owned(), a.to_string())])
                 .unwrap_or_default(),
             from,
             to,
+            ranges: range
+                .map(|(name, gte, lte)| NumberRange {
+                    name: name.to_owned(),
+                    gte: gte.map(|v| v as f64),
+                    lte: lte.map(|v| v as f64),
+                })
+                .into_iter()
+                .collect(),
         })
 }
 
@@ -122,7 +158,7 @@ proptest! {
 
     #[test]
     fn search_equals_brute_force(
-        rows in prop::collection::vec((text(), text(), 0i64..20, any::<bool>(), 1i64..3), 1..40),
+        rows in prop::collection::vec((text(), text(), 0i64..20, any::<bool>(), 1i64..3, prop::option::of(0i64..6)), 1..40),
         deleted in prop::collection::vec(0usize..40, 0..5),
         queries in prop::collection::vec((keyword(), prop::option::of(keyword())), 1..6),
         sort in sort_strategy(),
@@ -133,16 +169,24 @@ proptest! {
         let docs: Vec<Doc> = rows
             .iter()
             .enumerate()
-            .map(|(i, (title, content, at, is_review, author))| Doc {
+            .map(|(i, (title, content, at, is_review, author, value))| Doc {
                 source: SourceId::from_index(usize::from(*is_review)),
                 key: Key::Int(i as i64 + 1),
                 // NFD, as macOS writes it, half the time.
                 title: (!is_review).then(|| if i % 2 == 0 { title.nfd().collect() } else { title.clone() }),
                 body: vec![content.clone()],
                 created_at: *at,
-                attributes: std::iter::once(("author_id".to_owned(), AttrValue::Int(*author)))
-                    .chain(is_review.then(|| ("question_id".to_owned(), AttrValue::Int(1))))
-                    .collect(),
+                attributes: {
+                    let value = value.map_or(AttrValue::Null, AttrValue::Int);
+                    let mut a = vec![("author_id".to_owned(), AttrValue::Int(*author))];
+                    if *is_review {
+                        a.push(("question_id".to_owned(), AttrValue::Int(1)));
+                        a.push(("rating".to_owned(), value));
+                    } else {
+                        a.push(("like_count".to_owned(), value));
+                    }
+                    a
+                },
             })
             .collect();
         let deleted: Vec<usize> = deleted.into_iter().filter(|&i| i < docs.len()).collect();
@@ -158,7 +202,7 @@ proptest! {
             // The oracle splits the query as typed, then normalizes each
             // word: normalized LIKE, word by word.
             let words: Vec<Keyword> = q.split_whitespace().map(|w| Keyword(normalize(w))).collect();
-            let mut expected: Vec<(i64, u64, u64)> = docs
+            let matched: Vec<&Doc> = docs
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| !deleted.contains(i))
@@ -170,9 +214,41 @@ proptest! {
                 })
                 .filter(|d| filter.from.is_none_or(|f| d.created_at >= f))
                 .filter(|d| filter.to.is_none_or(|t| d.created_at <= t))
+                .filter(|d| {
+                    filter.ranges.iter().all(|r| {
+                        number(d, &r.name).is_some_and(|v| {
+                            r.gte.is_none_or(|lo| v >= lo) && r.lte.is_none_or(|hi| v <= hi)
+                        })
+                    })
+                })
+                .collect();
+            // GROUP BY rating over the matched rows, NULL left out.
+            let mut facet: std::collections::BTreeMap<String, u64> = Default::default();
+            for d in &matched {
+                if let Some(v) = number(d, "rating") {
+                    *facet.entry((v as i64).to_string()).or_default() += 1;
+                }
+            }
+            // ORDER BY <attribute> (NULLs last), created_at DESC, key DESC.
+            let by_attribute = |d: &Doc| match &sort {
+                Sort::Attribute(order) => number(d, &order.name).map(|v| if order.descending { v } else { -v }),
+                _ => None,
+            };
+            let mut ordered: Vec<&Doc> = matched.clone();
+            ordered.sort_by(|a, b| {
+                let (x, y) = (by_attribute(a), by_attribute(b));
+                y.is_some()
+                    .cmp(&x.is_some())
+                    .then_with(|| y.unwrap_or(0.0).total_cmp(&x.unwrap_or(0.0)))
+                    .then_with(|| {
+                        let key = |d: &Doc| (d.created_at, chaja_index::uid(&d.key), chaja_index::tag(d.source, &d.key));
+                        key(b).cmp(&key(a))
+                    })
+            });
+            let mut expected: Vec<(i64, u64, u64)> = ordered
+                .iter()
                 .map(|d| (d.created_at, chaja_index::uid(&d.key), chaja_index::tag(d.source, &d.key)))
                 .collect();
-            expected.sort_unstable_by(|a, b| b.cmp(a));
             if sort == Sort::Oldest {
                 expected.reverse();
             }
@@ -182,12 +258,24 @@ proptest! {
             loop {
                 let request = Request {
                     filter: filter.clone(),
-                    sort,
+                    sort: sort.clone(),
                     after,
+                    facets: vec!["rating".to_owned()],
+                    facet_size: 100,
                     ..Request::newest_first(keywords.clone(), size)
                 };
                 let response = search_split(&generation, &request, split).unwrap();
                 prop_assert_eq!(response.total, expected.len() as u64, "total for {:?}", q);
+                // Every facet count, on every page, is GROUP BY's.
+                let got: std::collections::BTreeMap<String, u64> =
+                    response.facets[0].values.iter().cloned().collect();
+                prop_assert_eq!(&got, &facet, "rating facet for {:?}", q);
+                prop_assert_eq!(response.facets[0].distinct, facet.len() as u64);
+                // When every matched row has one rating, the counts sum to
+                // the total.
+                if matched.iter().all(|d| number(d, "rating").is_some()) {
+                    prop_assert_eq!(got.values().sum::<u64>(), response.total);
+                }
                 // By source: the tag's low bits.
                 let reviews = expected.iter().filter(|(_, _, tag)| chaja_index::tag_source(*tag) == 1).count() as u64;
                 prop_assert_eq!(

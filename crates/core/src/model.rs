@@ -39,6 +39,17 @@ impl AttrValue {
         }
     }
 
+    /// The value as a number, for an attribute declared numeric: an
+    /// integer, or text that reads as a finite decimal (a `DECIMAL` column
+    /// arrives as text). `None` for NULL and for text that is no number.
+    pub fn number(&self) -> Option<f64> {
+        match self {
+            AttrValue::Null => None,
+            AttrValue::Int(i) => Some(*i as f64),
+            AttrValue::Str(s) => s.trim().parse::<f64>().ok().filter(|n| n.is_finite()),
+        }
+    }
+
     pub fn to_json(&self) -> serde_json::Value {
         match self {
             AttrValue::Null => serde_json::Value::Null,

@@ -15,7 +15,10 @@
 //! created_at = "created_at"         # DATETIME(6), TIMESTAMP, or epoch s/ms
 //! fields = ["title", "body"]        # the first of two or more is the title
 //! filter = "deleted_at IS NULL"     # rows that fail it are not searchable
-//! attributes = ["member_id"]        # returned with hits, `attr.member_id=7`
+//! attributes = ["member_id", "like_count", "category"]  # returned with hits, `attr.member_id=7`
+//! numeric = ["like_count"]          # `attr.like_count.gte=10`, a number column
+//! sortable = ["like_count"]         # `sort=attr.like_count.desc` (implies numeric)
+//! facets = ["category"]             # `facets=category`: counts by value
 //! ```
 //!
 //! With no `[[source]]` the built-in demo platform's two sources apply
@@ -88,6 +91,12 @@ struct SourceConfig {
     #[serde(default)]
     attributes: Vec<String>,
     #[serde(default)]
+    numeric: Vec<String>,
+    #[serde(default)]
+    facets: Vec<String>,
+    #[serde(default)]
+    sortable: Vec<String>,
+    #[serde(default)]
     timezone: Option<String>,
 }
 
@@ -117,6 +126,13 @@ pub struct Source {
     pub fields: Vec<String>,
     pub filter: Option<String>,
     pub attributes: Vec<String>,
+    /// Attributes kept as numbers too, for ranges (`attr.<name>.gte`) and
+    /// sorting; `sortable` ones are always among them.
+    pub numeric: Vec<String>,
+    /// Attributes counted by value (`facets=<name>`).
+    pub facets: Vec<String>,
+    /// Numeric attributes a search may be ordered by.
+    pub sortable: Vec<String>,
     /// DATETIME values are local times here; UTC when `None`.
     pub timezone: Option<jiff::tz::TimeZone>,
 }
@@ -215,6 +231,48 @@ impl Sources {
             .any(|s| s.attributes.iter().any(|a| a == name))
     }
 
+    /// Whether some source keeps attribute `name` as a number.
+    pub fn is_numeric(&self, name: &str) -> bool {
+        self.list
+            .iter()
+            .any(|s| s.numeric.iter().any(|a| a == name))
+    }
+
+    /// Whether some source counts attribute `name` by value.
+    pub fn is_facet(&self, name: &str) -> bool {
+        self.list.iter().any(|s| s.facets.iter().any(|a| a == name))
+    }
+
+    /// Whether some source lets searches be ordered by attribute `name`.
+    pub fn is_sortable(&self, name: &str) -> bool {
+        self.list
+            .iter()
+            .any(|s| s.sortable.iter().any(|a| a == name))
+    }
+
+    /// Every facet some source declares, in config order, once each: what
+    /// the search page offers as chips.
+    pub fn facet_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for name in self.list.iter().flat_map(|s| &s.facets) {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+        names
+    }
+
+    /// Every sortable attribute, in config order, once each.
+    pub fn sortable_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for name in self.list.iter().flat_map(|s| &s.sortable) {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+        names
+    }
+
     /// What an index built for these sources records, one line per source:
     /// a source's place in this list is stored in every document.
     pub fn stamp(&self) -> String {
@@ -230,7 +288,7 @@ impl Sources {
             .iter()
             .map(|s| {
                 format!(
-                    "{}|{}|{}|{}|{:?}|{}|{}|{}|{}",
+                    "{}|{}|{}|{}|{:?}|{}|{}|{}|{}|{}|{}",
                     s.name,
                     s.table,
                     s.id,
@@ -239,6 +297,8 @@ impl Sources {
                     s.fields.join(","),
                     s.filter.as_deref().unwrap_or(""),
                     s.attributes.join(","),
+                    s.numeric.join(","),
+                    s.facets.join(","),
                     s.timezone
                         .as_ref()
                         .and_then(|tz| tz.iana_name())
@@ -349,6 +409,24 @@ fn check(c: SourceConfig) -> Result<Source, String> {
             return Err(at(&format!("filter {filter:?}: {problem}")));
         }
     }
+    for (what, names) in [
+        ("numeric", &c.numeric),
+        ("facets", &c.facets),
+        ("sortable", &c.sortable),
+    ] {
+        if let Some(name) = names.iter().find(|n| !c.attributes.contains(n)) {
+            return Err(at(&format!(
+                "{what} names {name:?}, which is not in attributes"
+            )));
+        }
+    }
+    // Sortable implies numeric: a sort reads the number column.
+    let mut numeric = c.numeric.clone();
+    for name in &c.sortable {
+        if !numeric.contains(name) {
+            numeric.push(name.clone());
+        }
+    }
     let timezone = match &c.timezone {
         None => None,
         Some(name) => Some(
@@ -365,6 +443,9 @@ fn check(c: SourceConfig) -> Result<Source, String> {
         fields: c.fields,
         filter: c.filter,
         attributes: c.attributes,
+        numeric,
+        facets: c.facets,
+        sortable: c.sortable,
         timezone,
     })
 }

@@ -27,6 +27,8 @@ pub struct Review {
     pub question_id: i64,
     pub author_id: i64,
     pub content: String,
+    /// ★1 to ★5, or none.
+    pub rating: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -133,16 +135,18 @@ pub async fn create_review(
     question_id: i64,
     author_id: i64,
     content: &str,
+    rating: Option<i64>,
 ) -> Result<i64> {
     get_question(db, question_id).await?;
     require_user(db, author_id).await?;
     let now = now_ms();
     let query = sqlx::query(
-        "INSERT INTO reviews (question_id, author_id, content, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO reviews (question_id, author_id, content, rating, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
     )
     .bind(question_id)
     .bind(author_id)
     .bind(content)
+    .bind(rating)
     .bind(now)
     .bind(now)
     ;
@@ -151,7 +155,7 @@ pub async fn create_review(
 
 pub async fn get_review(db: &Db, id: i64) -> Result<Review> {
     let row = sqlx::query(
-        "SELECT id, question_id, author_id, content, created_at, updated_at FROM reviews WHERE id = ?",
+        "SELECT id, question_id, author_id, content, created_at, updated_at, rating FROM reviews WHERE id = ?",
     )
     .bind(id)
     .fetch_optional(&db.pool)
@@ -168,6 +172,7 @@ fn review_from_row(row: &sqlx::any::AnyRow) -> Result<Review> {
         content: text(row, 3)?,
         created_at: row.try_get(4)?,
         updated_at: row.try_get(5)?,
+        rating: row.try_get::<Option<i64>, _>(6)?,
     })
 }
 
@@ -305,6 +310,12 @@ pub async fn like(db: &Db, question_id: i64, user_id: i64) -> Result<bool> {
             .bind(question_id)
             .execute(&mut *tx)
             .await?;
+        // The row's own count, which the search sorts by (추천순): an
+        // attribute-only change for the index.
+        sqlx::query("UPDATE questions SET like_count = like_count + 1 WHERE id = ?")
+            .bind(question_id)
+            .execute(&mut *tx)
+            .await?;
     }
     tx.commit().await?;
     Ok(added)
@@ -323,6 +334,10 @@ pub async fn unlike(db: &Db, question_id: i64, user_id: i64) -> Result<bool> {
         == 1;
     if removed {
         sqlx::query("UPDATE question_stats SET like_count = like_count - 1 WHERE question_id = ?")
+            .bind(question_id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE questions SET like_count = like_count - 1 WHERE id = ?")
             .bind(question_id)
             .execute(&mut *tx)
             .await?;
@@ -366,7 +381,7 @@ pub async fn top_liked(db: &Db, limit: i64) -> Result<Vec<Liked>> {
 pub async fn reviews_of(db: &Db, question_id: i64, after: i64, limit: i64) -> Result<Vec<Review>> {
     get_question(db, question_id).await?;
     let rows = sqlx::query(
-        "SELECT id, question_id, author_id, content, created_at, updated_at FROM reviews \
+        "SELECT id, question_id, author_id, content, created_at, updated_at, rating FROM reviews \
          WHERE question_id = ? AND id > ? ORDER BY id LIMIT ?",
     )
     .bind(question_id)

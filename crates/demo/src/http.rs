@@ -234,6 +234,9 @@ pub struct NewReview {
         pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$"
     )]
     pub content: String,
+    /// ★1 to ★5; absent for a review without one.
+    #[schema(minimum = 1, maximum = 5, example = 5)]
+    pub rating: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -276,6 +279,8 @@ pub struct ReviewBody {
     pub question_id: i64,
     pub author_id: i64,
     pub content: String,
+    /// ★1 to ★5, or null.
+    pub rating: Option<i64>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -287,6 +292,7 @@ impl From<Review> for ReviewBody {
             question_id: r.question_id,
             author_id: r.author_id,
             content: r.content,
+            rating: r.rating,
             created_at: chaja_core::model::rfc3339(r.created_at),
             updated_at: chaja_core::model::rfc3339(r.updated_at),
         }
@@ -385,7 +391,20 @@ async fn create_review(
     ApiJson(body): ApiJson<NewReview>,
 ) -> Result<(StatusCode, Json<Created>)> {
     check_text("content", &body.content, state.input.max_content_chars)?;
-    let id = platform::create_review(&state.db, question_id, body.author_id, &body.content).await?;
+    if body.rating.is_some_and(|r| !(1..=5).contains(&r)) {
+        return Err(Error::bad_request(
+            "invalid_rating",
+            "rating must be between 1 and 5",
+        ));
+    }
+    let id = platform::create_review(
+        &state.db,
+        question_id,
+        body.author_id,
+        &body.content,
+        body.rating,
+    )
+    .await?;
     Ok(created(&state, id))
 }
 

@@ -15,7 +15,9 @@ use chaja_core::clock::now_ms;
 use chaja_core::sources::Sources;
 use chaja_core::synonyms::Synonyms;
 use chaja_core::text::{normalized_chars, parse_query};
-use chaja_index::search::{Filter, Hit, Request, Sort};
+use chaja_index::search::{
+    AttrOrder, FacetCounts, Filter, Hit, NumberRange, Request, Sort, DEFAULT_FACET_SIZE,
+};
 use chaja_search::cache::CacheStatus;
 use chaja_search::cursor::{self, CursorError};
 use chaja_search::trending::{Trend, Window};
@@ -29,6 +31,33 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(search_handler))
         .routes(routes!(trending_handler))
         .routes(routes!(zero_results_handler))
+        .routes(routes!(options_handler))
+}
+
+/// What a search page can offer for these sources: the types (tabs), the
+/// facets (chips with counts) and the attributes it can sort by.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchOptions {
+    /// Source names, for `type=`.
+    pub types: Vec<String>,
+    /// Attributes some source declares in `facets`, for `facets=`.
+    pub facets: Vec<String>,
+    /// Attributes some source declares `sortable`, for
+    /// `sort=attr.<name>.desc|asc`.
+    pub sortable: Vec<String>,
+}
+
+/// The search's vocabulary, from the config: what `type`, `facets` and
+/// `sort=attr.…` accept.
+#[utoipa::path(get, path = "/api/search/options", tag = "search", responses((status = 200, body = SearchOptions)))]
+async fn options_handler(State(state): State<AppState>) -> Json<SearchOptions> {
+    let sources = state.search.index.sources();
+    let owned = |names: Vec<&str>| names.into_iter().map(str::to_owned).collect();
+    Json(SearchOptions {
+        types: owned(sources.names().collect()),
+        facets: owned(sources.facet_names()),
+        sortable: owned(sources.sortable_names()),
+    })
 }
 
 /// The search parameters. `attr.<name>=<value>` parameters (an attribute
@@ -54,8 +83,28 @@ pub struct SearchParams {
     #[serde(rename = "type")]
     #[param(min_length = 1, max_length = 64, pattern = r"^[A-Za-z_][A-Za-z0-9_]*$")]
     pub kind: Option<String>,
-    #[param(inline)]
+    /// `recent` (default): newest first. `oldest`. `relevance`: BM25 over
+    /// morphemes with a recency factor. `attr.<name>.desc` or
+    /// `attr.<name>.asc`: by a sortable attribute, ties newest first, rows
+    /// without a value last.
+    #[param(
+        value_type = Option<String>,
+        max_length = 80,
+        pattern = r"^(recent|oldest|relevance|attr\.[A-Za-z_][A-Za-z0-9_]*\.(asc|desc))$"
+    )]
     pub sort: Option<SortParam>,
+    /// Facets to count over every match, comma-separated names of
+    /// attributes a source declares in `facets` (at most 8).
+    #[param(
+        min_length = 1,
+        max_length = 600,
+        pattern = r"^[A-Za-z_][A-Za-z0-9_]*(,[A-Za-z_][A-Za-z0-9_]*)*$"
+    )]
+    pub facets: Option<String>,
+    /// Values shown per facet, the most frequent first: 1 to 100; default
+    /// 20.
+    #[param(minimum = 1, maximum = 100)]
+    pub facet_size: Option<usize>,
     /// RFC 3339 bounds on `created_at`, inclusive; `from` not after `to`.
     #[param(format = DateTime)]
     pub from: Option<String>,
@@ -85,6 +134,18 @@ pub struct SearchParams {
     #[serde(skip)]
     #[param(ignore)]
     pub attributes: Vec<(String, String)>,
+    /// `attr.<name>.gte=<number>` and `attr.<name>.lte=<number>`, in the
+    /// order given: (name, bound, value).
+    #[serde(skip)]
+    #[param(ignore)]
+    pub bounds: Vec<(String, Bound, String)>,
+}
+
+/// Which side of a range an `attr.<name>.gte|lte` parameter bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    AtLeast,
+    AtMost,
 }
 
 /// Attribute filters a request may carry, and how long a value may be.
@@ -95,10 +156,19 @@ const MAX_ATTRIBUTE_CHARS: usize = 200;
 /// [`SearchParams`] the way axum's `Query` reads it (the same errors).
 pub fn split_attributes(raw: Option<&str>) -> Result<SearchParams> {
     let mut attributes = Vec::new();
+    let mut bounds = Vec::new();
     let mut rest = form_urlencoded::Serializer::new(String::new());
     for (name, value) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
         match name.strip_prefix("attr.") {
-            Some(attribute) => attributes.push((attribute.to_owned(), value.into_owned())),
+            Some(attribute) => {
+                if let Some(n) = attribute.strip_suffix(".gte") {
+                    bounds.push((n.to_owned(), Bound::AtLeast, value.into_owned()));
+                } else if let Some(n) = attribute.strip_suffix(".lte") {
+                    bounds.push((n.to_owned(), Bound::AtMost, value.into_owned()));
+                } else {
+                    attributes.push((attribute.to_owned(), value.into_owned()));
+                }
+            }
             None => {
                 rest.append_pair(&name, &value);
             }
@@ -110,17 +180,50 @@ pub fn split_attributes(raw: Option<&str>) -> Result<SearchParams> {
     let axum::extract::Query(mut params) =
         axum::extract::Query::<SearchParams>::try_from_uri(&uri).map_err(ApiError::from)?;
     params.attributes = attributes;
+    params.bounds = bounds;
     Ok(params)
 }
 
-/// `recent` (default): newest first. `oldest`. `relevance`: BM25 over
-/// morphemes with a recency factor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
+/// `sort`, read once: one of the three orders, or an attribute and a
+/// direction (checked against the sources in `to_request`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
 pub enum SortParam {
     Recent,
     Oldest,
     Relevance,
+    Attribute { name: String, descending: bool },
+}
+
+impl TryFrom<String> for SortParam {
+    type Error = String;
+
+    fn try_from(text: String) -> std::result::Result<SortParam, String> {
+        let wrong = || {
+            format!("sort must be recent, oldest, relevance, attr.<name>.desc or attr.<name>.asc, not {text:?}")
+        };
+        Ok(match text.as_str() {
+            "recent" => SortParam::Recent,
+            "oldest" => SortParam::Oldest,
+            "relevance" => SortParam::Relevance,
+            other => {
+                let attribute = other.strip_prefix("attr.").ok_or_else(wrong)?;
+                let (name, direction) = attribute.rsplit_once('.').ok_or_else(wrong)?;
+                let descending = match direction {
+                    "desc" => true,
+                    "asc" => false,
+                    _ => return Err(wrong()),
+                };
+                if name.is_empty() || name.len() > 64 {
+                    return Err(wrong());
+                }
+                SortParam::Attribute {
+                    name: name.to_owned(),
+                    descending,
+                }
+            }
+        })
+    }
 }
 
 /// `substring` (default): rows that contain the text, as LIKE. `morph`:
@@ -149,6 +252,10 @@ pub struct SearchResponse {
     /// in place of the query.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub did_you_mean: Option<Vec<Alternative>>,
+    /// Present when `facets` asked for some: each facet's counts over
+    /// every match, after every filter, by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facets: Option<std::collections::BTreeMap<String, FacetBody>>,
     /// Continues after the last hit; null when this page was the last.
     pub next_cursor: Option<String>,
     pub took_ms: f64,
@@ -310,11 +417,35 @@ pub fn to_request(
     }
     attributes.sort();
     attributes.dedup();
-    let sort = match params.sort {
+    let ranges = number_ranges(&params.bounds, sources)?;
+    let sort = match &params.sort {
         None | Some(SortParam::Recent) => Sort::Recent,
         Some(SortParam::Oldest) => Sort::Oldest,
         Some(SortParam::Relevance) => Sort::Relevance,
+        Some(SortParam::Attribute { name, descending }) => {
+            if !sources.is_sortable(name) {
+                return Err(bad(
+                    "invalid_sort",
+                    format!(
+                        "no source declares {name:?} sortable; sortable: [{}]",
+                        sources.sortable_names().join(", ")
+                    ),
+                ));
+            }
+            Sort::Attribute(AttrOrder {
+                name: name.clone(),
+                descending: *descending,
+            })
+        }
     };
+    let facets = facet_names(params.facets.as_deref(), sources)?;
+    let facet_size = params.facet_size.unwrap_or(DEFAULT_FACET_SIZE);
+    if !(1..=MAX_FACET_SIZE).contains(&facet_size) {
+        return Err(bad(
+            "invalid_facet_size",
+            format!("facet_size must be between 1 and {MAX_FACET_SIZE}"),
+        ));
+    }
     let morph = params.match_mode == Some(MatchParam::Morph);
     let from = parse_time("from", params.from.as_deref())?;
     let to = parse_time("to", params.to.as_deref())?;
@@ -347,6 +478,7 @@ pub fn to_request(
             attributes,
             from,
             to,
+            ranges,
         },
         sort,
         offset: (page - 1) * size,
@@ -355,6 +487,8 @@ pub fn to_request(
         morph,
         now: now_ms(),
         synonyms: Vec::new(),
+        facets,
+        facet_size,
     };
     if params.synonyms != Some(false) && !synonyms.is_empty() {
         request.synonyms = request
@@ -376,7 +510,171 @@ pub fn to_request(
     Ok(request)
 }
 
-#[utoipa::path(get, path = "/api/search", tag = "search", params(SearchParams), responses((status = 200, description = "exactly the rows LIKE would return, with an exact total; never touches the database", body = SearchResponse), (status = 400, description = "bad query, size, page, depth, cursor, sort, type or time", body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, description = "timeout or overload", body = ErrorBody)))]
+/// Facets a request may ask for, and values per facet at most.
+const MAX_FACETS: usize = 8;
+const MAX_FACET_SIZE: usize = 100;
+
+/// `attr.<name>.gte` and `.lte` as ranges on numeric attributes, one per
+/// name, sorted by name (equal ranges make equal keys).
+fn number_ranges(
+    bounds: &[(String, Bound, String)],
+    sources: &Sources,
+) -> Result<Vec<NumberRange>> {
+    if bounds.len() > MAX_ATTRIBUTE_FILTERS {
+        return Err(bad(
+            "invalid_range",
+            format!("at most {MAX_ATTRIBUTE_FILTERS} range bounds"),
+        ));
+    }
+    let mut ranges: Vec<NumberRange> = Vec::new();
+    for (name, bound, text) in bounds {
+        let side = match bound {
+            Bound::AtLeast => "gte",
+            Bound::AtMost => "lte",
+        };
+        if !sources.is_numeric(name) {
+            return Err(bad(
+                "invalid_range",
+                format!("no source declares {name:?} numeric, so attr.{name}.{side} has nothing to compare"),
+            ));
+        }
+        let value = text
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && text.len() <= 40)
+            .ok_or_else(|| {
+                bad(
+                    "invalid_range",
+                    format!("attr.{name}.{side} must be a number"),
+                )
+            })?;
+        let range = match ranges.iter_mut().find(|r| &r.name == name) {
+            Some(range) => range,
+            None => {
+                ranges.push(NumberRange {
+                    name: name.clone(),
+                    gte: None,
+                    lte: None,
+                });
+                ranges.last_mut().expect("just pushed")
+            }
+        };
+        let slot = match bound {
+            Bound::AtLeast => &mut range.gte,
+            Bound::AtMost => &mut range.lte,
+        };
+        if slot.is_some() {
+            return Err(bad(
+                "invalid_range",
+                format!("attr.{name}.{side} is given twice"),
+            ));
+        }
+        *slot = Some(value);
+        if let (Some(lo), Some(hi)) = (range.gte, range.lte) {
+            if lo > hi {
+                return Err(bad(
+                    "invalid_range",
+                    format!("attr.{name}.gte must not be above attr.{name}.lte"),
+                ));
+            }
+        }
+    }
+    ranges.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(ranges)
+}
+
+/// `facets=a,b`: names some source declares as facets, once each, in the
+/// order asked.
+fn facet_names(list: Option<&str>, sources: &Sources) -> Result<Vec<String>> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    let mut names: Vec<String> = Vec::new();
+    for name in list.split(',') {
+        if !sources.is_facet(name) {
+            return Err(bad(
+                "invalid_facet",
+                format!(
+                    "no source declares {name:?} a facet; facets: [{}]",
+                    sources.facet_names().join(", ")
+                ),
+            ));
+        }
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    if names.len() > MAX_FACETS {
+        return Err(bad("invalid_facet", format!("at most {MAX_FACETS} facets")));
+    }
+    Ok(names)
+}
+
+/// A facet's counts in the answer: `{"values": {"<value>": count, …},
+/// "distinct": n}`, values the most frequent first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FacetBody {
+    /// Value → matching rows, for the top `facet_size` values by count
+    /// (ties by value); values as the database shows them.
+    #[schema(value_type = Object)]
+    pub values: FacetValues,
+    /// How many distinct values the matched rows hold.
+    pub distinct: u64,
+}
+
+/// Written as a JSON object in count order (a map would sort by value).
+#[derive(Debug)]
+pub struct FacetValues(pub Vec<(String, u64)>);
+
+impl Serialize for FacetValues {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (value, count) in &self.0 {
+            map.serialize_entry(value, count)?;
+        }
+        map.end()
+    }
+}
+
+/// The answer's `facets`, by name in the order asked.
+fn facets_body(facets: &[FacetCounts]) -> Vec<(&str, FacetBody)> {
+    facets
+        .iter()
+        .map(|f| {
+            (
+                f.name.as_str(),
+                FacetBody {
+                    values: FacetValues(f.values.clone()),
+                    distinct: f.distinct,
+                },
+            )
+        })
+        .collect()
+}
+
+/// The facets as a JSON object in the order asked.
+struct FacetsObject<'a>(Vec<(&'a str, FacetBody)>);
+
+impl Serialize for FacetsObject<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, body) in &self.0 {
+            map.serialize_entry(name, body)?;
+        }
+        map.end()
+    }
+}
+
+#[utoipa::path(get, path = "/api/search", tag = "search", params(SearchParams), responses((status = 200, description = "exactly the rows LIKE would return, with an exact total; never touches the database", body = SearchResponse), (status = 400, description = "bad query, size, page, depth, cursor, sort, type, time, range or facet", body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, description = "timeout or overload", body = ErrorBody)))]
 async fn search_handler(
     State(state): State<AppState>,
     ClientIp(client): ClientIp,
@@ -426,6 +724,8 @@ async fn search_handler(
         expanded: Option<Vec<&'a str>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         did_you_mean: Option<&'a [Alternative]>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        facets: Option<FacetsObject<'a>>,
         next_cursor: &'a Option<String>,
         took_ms: f64,
         cache: CacheStatus,
@@ -445,6 +745,7 @@ async fn search_handler(
             .as_deref()
             .map(Vec::as_slice)
             .filter(|a| !a.is_empty()),
+        facets: (!request.facets.is_empty()).then(|| FacetsObject(facets_body(&answer.facets))),
         next_cursor: &served.next_cursor,
         took_ms: ms(took),
         cache: served.cache,

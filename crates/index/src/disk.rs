@@ -159,7 +159,7 @@ pub fn create_generation(root: &Path, sources: &Sources) -> Result<Generation> {
     std::fs::write(path.join(ANALYZER_FILE), analyzer_stamp())?;
     std::fs::write(path.join(SOURCES_FILE), generation_stamp(sources))?;
     std::fs::write(path.join(DEFINITION_FILE), sources.definition())?;
-    Generation::from_index(id, path, index)
+    Generation::from_index(id, path, index, sources)
 }
 
 /// Offers rebuilt generation `id` to the serving indexer (`NEXT`),

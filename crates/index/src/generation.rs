@@ -11,6 +11,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 
 use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 
+use crate::attributes::{AttrLayout, SegmentFacetValues};
 use crate::checkpoint::{read_checkpoint, Checkpoint};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::GramTokenizer;
@@ -29,7 +30,7 @@ pub(crate) const SOURCES_FILE: &str = "sources";
 /// compares the file with its list of sources alone) from adopting a
 /// rebuild in this layout, whose keywords it would look up in fields that
 /// no longer hold them.
-const LAYOUT: &str = "layout: grams4 tag";
+const LAYOUT: &str = "layout: grams4 tag columns";
 
 /// What [`SOURCES_FILE`] holds for a generation of `sources`.
 pub(crate) fn generation_stamp(sources: &Sources) -> String {
@@ -54,8 +55,12 @@ pub struct Generation {
     pub index: Index,
     pub reader: IndexReader,
     pub fields: Fields,
+    /// Which attributes the writer puts in columns (see `attributes`).
+    pub layout: AttrLayout,
     /// Exact totals of queries per segment (see `search`).
     pub totals: SegmentTotals,
+    /// Facet counts of queries per segment, alike (see `search`).
+    pub facets: SegmentFacets,
     /// Matches searches have visited in this generation: the work counter
     /// that shows a stopped search stopped.
     pub scanned: std::sync::atomic::AtomicU64,
@@ -73,6 +78,11 @@ pub type DocSources = moka::sync::Cache<tantivy::index::SegmentId, Arc<[u8]>>;
 /// source (`search::SourceCounts`).
 pub type SegmentTotals =
     moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), search::SourceCounts>;
+
+/// (segment, its deleted-document count, query and facets) → each facet's
+/// counts by value in that segment; weighed by values held.
+pub type SegmentFacets =
+    moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), Arc<SegmentFacetValues>>;
 
 impl Generation {
     pub(crate) fn open(root: &Path, id: u64, sources: &Sources) -> Result<Generation> {
@@ -120,10 +130,15 @@ impl Generation {
                 "index generation was built with another analyzer or text normalization; run `chaja reindex` so that matches and relevance follow the current rules"
             );
         }
-        Generation::from_index(id, path, index)
+        Generation::from_index(id, path, index, sources)
     }
 
-    pub(crate) fn from_index(id: u64, path: PathBuf, index: Index) -> Result<Generation> {
+    pub(crate) fn from_index(
+        id: u64,
+        path: PathBuf,
+        index: Index,
+        sources: &Sources,
+    ) -> Result<Generation> {
         index
             .tokenizers()
             .register(FOURGRAM, GramTokenizer::fourgram());
@@ -152,7 +167,15 @@ impl Generation {
             index,
             reader,
             fields,
+            layout: AttrLayout::of(sources),
             totals: moka::sync::Cache::new(100_000),
+            facets: moka::sync::Cache::builder()
+                .weigher(|_, values: &Arc<SegmentFacetValues>| {
+                    let n: usize = values.iter().map(Vec::len).sum();
+                    u32::try_from(n + 1).unwrap_or(u32::MAX)
+                })
+                .max_capacity(1_000_000)
+                .build(),
             scanned: Default::default(),
             doc_sources: moka::sync::Cache::builder()
                 .weigher(|_, sources: &Arc<[u8]>| u32::try_from(sources.len()).unwrap_or(u32::MAX))
@@ -308,6 +331,7 @@ impl Generation {
         Ok(DocWriter {
             writer,
             fields: self.fields,
+            layout: self.layout.clone(),
         })
     }
 }

@@ -17,6 +17,8 @@
 //!   the [`SearchIndex`] handle searches read, swapped atomically.
 //! - `writer`: [`DocWriter`] (upserts, deletes, commits) and `checkpoint`:
 //!   what a commit applied of the outbox ([`Checkpoint`]), stored in it.
+//! - [`attributes`]: declared numbers and facets as columns, for ranges,
+//!   sorting by an attribute and facet counts.
 //! - `uid`: how a row is named (`uid` for sorting and sources, `key` for
 //!   deletes).
 //! - [`search`]: the engine: queries, the newest-first top-k, exact counts
@@ -24,6 +26,7 @@
 //!   the page cache before the server says ready. [`Version`]: what
 //!   searches see, for the answer cache.
 
+pub mod attributes;
 mod checkpoint;
 mod disk;
 mod error;
@@ -47,7 +50,7 @@ pub use disk::{
     remove_unpublished, try_lock_rebuild, RebuildLock,
 };
 pub use error::IndexError;
-pub use generation::{DocSources, Generation, SegmentTotals};
+pub use generation::{DocSources, Generation, SegmentFacets, SegmentTotals};
 pub use live::SearchIndex;
 pub use uid::{key_term, parse_key_term, tag, tag_has_string_key, tag_source, uid};
 pub use version::Version;

@@ -1,9 +1,11 @@
 //! The index schema: what a hit needs, so a search never reads the database.
 
 use tantivy::schema::{
-    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, FAST,
-    INDEXED, STORED, STRING,
+    Field, IndexRecordOption, JsonObjectOptions, NumericOptions, Schema, TextFieldIndexing,
+    TextOptions, FAST, INDEXED, STORED, STRING,
 };
+
+use crate::attributes::{FACETS, NUMBERS};
 
 /// Tokenizer names, registered on every opened index.
 pub const FOURGRAM: &str = "chaja_fourgram";
@@ -34,6 +36,10 @@ pub struct Fields {
     pub attrs: Field,
     /// The attributes as a JSON object, stored for the hit.
     pub attributes: Field,
+    /// Declared numeric attributes, a column each (see `attributes`).
+    pub numbers: Field,
+    /// Declared facets, a text column each (see `attributes`).
+    pub facets: Field,
     /// The original title and body fields, stored for hits and snippets.
     pub title: Field,
     pub content: Field,
@@ -70,6 +76,8 @@ impl Fields {
             digest: schema.get_field("digest")?,
             attrs: schema.get_field("attrs")?,
             attributes: schema.get_field("attributes")?,
+            numbers: schema.get_field(NUMBERS)?,
+            facets: schema.get_field(FACETS)?,
             title: schema.get_field("title")?,
             content: schema.get_field("content")?,
             grams4: schema.get_field("grams4")?,
@@ -92,6 +100,10 @@ pub fn build_schema() -> Schema {
     b.add_u64_field("digest", NumericOptions::default() | FAST);
     b.add_text_field("attrs", STRING);
     b.add_text_field("attributes", STORED);
+    // Columns only: ranges, sorts and facets read them per match, and
+    // nothing looks a value up by term.
+    b.add_json_field(NUMBERS, JsonObjectOptions::default().set_fast("raw"));
+    b.add_json_field(FACETS, JsonObjectOptions::default().set_fast("raw"));
     b.add_text_field("title", STORED);
     b.add_text_field("content", STORED);
     b.add_text_field(

@@ -302,7 +302,7 @@ fn no_two_documents_share_a_rank() {
         let mut after = None;
         loop {
             let request = search::Request {
-                sort,
+                sort: sort.clone(),
                 after,
                 ..search::Request::newest_first(chaja_core::text::parse_query("같은"), 1)
             };

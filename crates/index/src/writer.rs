@@ -7,6 +7,7 @@ use tantivy::{IndexWriter, TantivyDocument};
 use chaja_core::model::Doc;
 use chaja_core::sources::SourceId;
 
+use crate::attributes::AttrLayout;
 use crate::checkpoint::Checkpoint;
 use crate::schema::Fields;
 use crate::uid::{key_term, tag, uid};
@@ -53,6 +54,7 @@ impl Morphemes {
 pub struct DocWriter {
     pub(crate) writer: IndexWriter<TantivyDocument>,
     pub(crate) fields: Fields,
+    pub(crate) layout: AttrLayout,
 }
 
 impl DocWriter {
@@ -89,6 +91,7 @@ impl DocWriter {
                 stored.insert(name.clone(), value.to_json());
             }
             d.add_text(f.attributes, serde_json::Value::Object(stored).to_string());
+            self.layout.add_columns(f, doc, &mut d);
         }
         // The body fields as one value, joined by NUL: a keyword never
         // holds a NUL (control characters are refused in queries), so no

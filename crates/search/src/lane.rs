@@ -25,6 +25,9 @@ use crate::{Result, SearchError};
 ///   newest first follows the index order and stops at the page, so
 ///   `oldest` and `relevance` rank every match.
 ///
+/// - ranges on attributes and facets: each is read from a column for
+///   every match.
+///
 /// A newest-first page, first or by cursor, costs its own size once its
 /// totals are known (they are counted once per segment and kept): it is
 /// light.
@@ -33,6 +36,8 @@ pub fn is_heavy(request: &Request) -> bool {
         || request.filter.to.is_some()
         || request.offset > 0
         || request.sort != Sort::Recent
+        || !request.filter.ranges.is_empty()
+        || !request.facets.is_empty()
 }
 
 /// The lane heavy searches take turns in, with a bounded queue: past

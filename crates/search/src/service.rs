@@ -249,6 +249,7 @@ impl SearchService {
             by_source: response.by_source[..sources].to_vec(),
             hits: response.hits.into_iter().map(encode).collect(),
             ranks,
+            facets: response.facets,
             more,
             watermark,
             computed_at_ms,

@@ -325,7 +325,18 @@ fn doc_from_row(
     let first_attribute = FIRST_FIELD + source.fields.len();
     let mut attributes = Vec::with_capacity(source.attributes.len());
     for (i, name) in source.attributes.iter().enumerate() {
-        attributes.push((name.clone(), attribute(read(first_attribute + i)?)));
+        let value = attribute(read(first_attribute + i)?);
+        // Indexed as missing in the number column (see
+        // `chaja_index::attributes`), never a failed batch.
+        if source.numeric.contains(name) && value != AttrValue::Null && value.number().is_none() {
+            tracing::warn!(
+                source = source.name,
+                key = key.text(),
+                attribute = name,
+                "a numeric attribute holds no number; indexed as missing"
+            );
+        }
+        attributes.push((name.clone(), value));
     }
     if lossy {
         tracing::warn!(

@@ -39,6 +39,26 @@ pub struct GeneratedReview {
     pub author: i64,
     pub content: String,
     pub created_at: i64,
+    /// ★1 to ★5, or none (one review in twenty).
+    pub rating: Option<i64>,
+}
+
+/// Review `r` of question `index`'s rating, from a hash of the seed and
+/// both (not from the row's generator, whose draws the text follows), with
+/// the skew of real review sites: most are ★5 and ★4.
+fn rating(seed: u64, index: u64, r: u32) -> Option<i64> {
+    let h = (seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(u64::from(r) + 1)
+        .wrapping_mul(0xD1B5_4A32_D192_ED03);
+    // 20 buckets: 1 none, 1 ★1, 1 ★2, 3 ★3, 6 ★4, 8 ★5.
+    match (h >> 32) % 20 {
+        0 => None,
+        1 => Some(1),
+        2 => Some(2),
+        3..=5 => Some(3),
+        6..=11 => Some(4),
+        _ => Some(5),
+    }
 }
 
 /// What a seed run generates, row by row.
@@ -76,6 +96,7 @@ impl Generator<'_> {
                 author: user(&mut rng),
                 content: self.text.body(&mut rng),
                 created_at: created_at + 60_000 * i64::from(r + 1) + rng.random_range(0..60_000),
+                rating: rating(self.seed, index, r),
             })
             .collect();
         // P(k likes) ∝ (k + 1)^-2.5: three in four questions have none.

@@ -138,9 +138,9 @@ pub async fn seed(
         counter.count(&batch);
         let mut tx = db.pool.begin().await?;
         let mut sql = String::from(
-            "INSERT INTO questions (id, author_id, title, content, created_at, updated_at) VALUES ",
+            "INSERT INTO questions (id, author_id, title, content, created_at, updated_at, like_count) VALUES ",
         );
-        sql.push_str(&vec!["(?, ?, ?, ?, ?, ?)"; batch.len()].join(", "));
+        sql.push_str(&vec!["(?, ?, ?, ?, ?, ?, ?)"; batch.len()].join(", "));
         let mut q = sqlx::query(&sql);
         for (k, question) in batch.iter().enumerate() {
             q = q
@@ -149,7 +149,8 @@ pub async fn seed(
                 .bind(question.title.as_str())
                 .bind(question.content.as_str())
                 .bind(question.created_at)
-                .bind(question.created_at);
+                .bind(question.created_at)
+                .bind(question.likes as i64);
         }
         q.execute(&mut *tx).await?;
         let mut reviews = Vec::new();
@@ -166,9 +167,9 @@ pub async fn seed(
         }
         for chunk in reviews.chunks(BATCH) {
             let mut sql = String::from(
-                "INSERT INTO reviews (id, question_id, author_id, content, created_at, updated_at) VALUES ",
+                "INSERT INTO reviews (id, question_id, author_id, content, created_at, updated_at, rating) VALUES ",
             );
-            sql.push_str(&vec!["(?, ?, ?, ?, ?, ?)"; chunk.len()].join(", "));
+            sql.push_str(&vec!["(?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", "));
             let mut q = sqlx::query(&sql);
             for (id, qid, review) in chunk {
                 q = q
@@ -177,7 +178,8 @@ pub async fn seed(
                     .bind(review.author)
                     .bind(review.content.as_str())
                     .bind(review.created_at)
-                    .bind(review.created_at);
+                    .bind(review.created_at)
+                    .bind(review.rating);
             }
             q.execute(&mut *tx).await?;
         }

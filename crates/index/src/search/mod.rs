@@ -31,6 +31,7 @@
 //! end.
 
 use std::cmp::Reverse;
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -40,6 +41,7 @@ use tantivy::{DocAddress, DocId};
 
 use chaja_core::sources::MAX_SOURCES;
 
+use crate::attributes::{add_facets, top_facets, SegmentFacetValues};
 use crate::{Generation, Result};
 
 mod budget;
@@ -48,9 +50,10 @@ mod query;
 mod request;
 mod scan;
 
+pub use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
 pub use budget::{Budget, ScanError, StopOnDrop};
 pub use query::build_query;
-pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort};
+pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort, DEFAULT_FACET_SIZE};
 
 use hit::load_hit;
 use request::totals_key;
@@ -63,6 +66,9 @@ const SPLIT_DOCS: u32 = 32_768;
 #[derive(Default)]
 struct Partial {
     counts: SourceCounts,
+    /// Each requested facet's counts by value, when this range counted
+    /// them.
+    facets: Vec<Vec<(String, u64)>>,
     top: Vec<(Rank, DocAddress)>,
 }
 
@@ -126,8 +132,12 @@ fn search_within(
     // query stays true until its delete count moves: a frequent phrase is
     // counted once per segment, and after a commit only new segments are.
     let counts_key: Arc<str> = totals_key(request).into();
-    let mut tasks: Vec<(u32, Range<DocId>, Option<SourceCounts>)> = Vec::new();
+    // Facet counts are kept per segment the same way, under the query and
+    // the facets' names.
+    let facets_key: Arc<str> = format!("{counts_key}|{}", request.facets.join(",")).into();
+    let mut tasks: Vec<(u32, Range<DocId>, Option<SourceCounts>, bool)> = Vec::new();
     let mut keys = Vec::new();
+    let mut known_facets: Vec<Option<Arc<SegmentFacetValues>>> = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
         let mut window = time_window(segment, &request.filter)?;
         let key = (
@@ -136,11 +146,24 @@ fn search_within(
             counts_key.clone(),
         );
         let known_total = generation.totals.get(&key);
+        let facets_here = match request.facets.is_empty() {
+            true => None,
+            false => generation.facets.get(&(
+                segment.segment_id(),
+                segment.num_deleted_docs(),
+                facets_key.clone(),
+            )),
+        };
+        let count_facets = !request.facets.is_empty() && facets_here.is_none();
+        known_facets.push(facets_here);
         // A newest-first cursor page with its totals known needs only the
         // matches from the cursor on: every one before it ranks above the
         // cursor, and the segment is sorted newest first. So a deep page
         // costs its own size, not its depth.
-        if let (Some(after), Some(_), Sort::Recent) = (request.after, known_total, request.sort) {
+        // Facets still to count need every match, not only those after it.
+        if let (Some(after), Some(_), Sort::Recent, false) =
+            (request.after, known_total, &request.sort, count_facets)
+        {
             let to = request.filter.to.map_or(after.1, |to| to.min(after.1));
             let from_cursor = Filter {
                 to: Some(to),
@@ -154,20 +177,21 @@ fn search_within(
         // carries the segment's total, the second adds nothing to it.
         if window.len() > split_docs as usize {
             let middle = window.start + (window.end - window.start) / 2;
-            tasks.push((ord as u32, window.start..middle, known_total));
+            tasks.push((ord as u32, window.start..middle, known_total, count_facets));
             tasks.push((
                 ord as u32,
                 middle..window.end,
                 known_total.map(|_| [0; MAX_SOURCES]),
+                count_facets,
             ));
         } else {
-            tasks.push((ord as u32, window, known_total));
+            tasks.push((ord as u32, window, known_total, count_facets));
         }
         keys.push((key, known_total.is_some()));
     }
     let partials = tasks
         .par_iter()
-        .map(|(ord, range, known_total)| {
+        .map(|(ord, range, known_total, count_facets)| {
             let segment = searcher.segment_reader(*ord);
             let work = Work {
                 budget,
@@ -180,6 +204,7 @@ fn search_within(
                 *ord,
                 range.clone(),
                 *known_total,
+                *count_facets,
                 request,
                 work,
             )
@@ -187,10 +212,34 @@ fn search_within(
         .collect::<std::result::Result<Vec<Partial>, ScanError>>()?;
     budget.check()?;
     let mut segment_totals = vec![[0u64; MAX_SOURCES]; keys.len()];
-    for ((ord, _, _), partial) in tasks.iter().zip(&partials) {
+    let mut segment_facets: Vec<Vec<HashMap<String, u64>>> =
+        vec![vec![HashMap::new(); request.facets.len()]; keys.len()];
+    for ((ord, _, _, count_facets), partial) in tasks.iter().zip(&partials) {
         add_counts(&mut segment_totals[*ord as usize], &partial.counts);
+        if *count_facets {
+            add_facets(&mut segment_facets[*ord as usize], &partial.facets);
+        }
     }
-    for ((key, known), counts) in keys.into_iter().zip(segment_totals) {
+    let mut facet_sums: Vec<HashMap<String, u64>> = vec![HashMap::new(); request.facets.len()];
+    for (((key, known), counts), (known_here, counted)) in keys
+        .into_iter()
+        .zip(segment_totals)
+        .zip(known_facets.into_iter().zip(segment_facets))
+    {
+        if request.facets.is_empty() {
+            // Nothing to count.
+        } else if let Some(values) = known_here {
+            add_facets(&mut facet_sums, &values);
+        } else {
+            let values: SegmentFacetValues = counted
+                .into_iter()
+                .map(|m| m.into_iter().collect())
+                .collect();
+            add_facets(&mut facet_sums, &values);
+            generation
+                .facets
+                .insert((key.0, key.1, facets_key.clone()), Arc::new(values));
+        }
         if !known {
             generation.totals.insert(key, counts);
         }
@@ -214,5 +263,6 @@ fn search_within(
         total: by_source.iter().sum(),
         by_source,
         hits,
+        facets: top_facets(&request.facets, facet_sums, request.facet_size),
     })
 }

@@ -6,9 +6,10 @@ use chaja_core::sources::SourceId;
 use chaja_core::text::Keyword;
 
 use super::SourceCounts;
+use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
 use crate::{morph, tag_source};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Sort {
     /// `created_at DESC, id DESC`.
     #[default]
@@ -22,6 +23,9 @@ pub enum Sort {
     /// falls back to BM25 over the 4-gram field (keywords of 4 or more
     /// characters; shorter ones score alike, so newest first decides).
     Relevance,
+    /// By a sortable attribute's number, then newest first; rows without
+    /// one last (see `AttrOrder`).
+    Attribute(AttrOrder),
 }
 
 /// A hit's place in the requested order: larger comes first. Cursors carry
@@ -30,16 +34,26 @@ pub enum Sort {
 /// per row (see `uid`).
 pub type Rank = (i64, i64, u64, u64);
 
-pub(super) fn rank(sort: Sort, created_at: i64, uid: u64, tag: u64, score: f32) -> Rank {
+/// `first` is the attribute's part under `Sort::Attribute` (see
+/// `AttrOrder::rank_part`), unused by the other orders.
+pub(super) fn rank(
+    sort: &Sort,
+    created_at: i64,
+    uid: u64,
+    tag: u64,
+    score: f32,
+    first: i64,
+) -> Rank {
     match sort {
         Sort::Recent => (0, created_at, uid, tag),
         Sort::Oldest => (0, -created_at, u64::MAX - uid, u64::MAX - tag),
         // BM25 scores are never negative, so their bits order like them.
         Sort::Relevance => (i64::from(score.max(0.0).to_bits()), created_at, uid, tag),
+        Sort::Attribute(_) => (first, created_at, uid, tag),
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
     pub source: Option<SourceId>,
     /// `attr.<name>=<value>`: rows whose attribute has this value, all of
@@ -48,6 +62,8 @@ pub struct Filter {
     /// Inclusive bounds on `created_at`, in milliseconds.
     pub from: Option<i64>,
     pub to: Option<i64>,
+    /// `attr.<name>.gte/lte` on numeric attributes, sorted by name.
+    pub ranges: Vec<NumberRange>,
 }
 
 impl Filter {
@@ -80,7 +96,14 @@ pub struct Request {
     /// matches the keyword when it contains any of them. Empty, or one list
     /// per keyword.
     pub synonyms: Vec<Vec<Keyword>>,
+    /// `facets=`: attributes to count the matched set by, in this order.
+    pub facets: Vec<String>,
+    /// How many values each facet shows, the most frequent first.
+    pub facet_size: usize,
 }
+
+/// Values a facet shows unless `facet_size` says otherwise.
+pub const DEFAULT_FACET_SIZE: usize = 20;
 
 impl Request {
     /// The first `limit` rows, newest first, with no filter: what a search
@@ -96,6 +119,8 @@ impl Request {
             morph: false,
             now: 0,
             synonyms: Vec::new(),
+            facets: Vec::new(),
+            facet_size: DEFAULT_FACET_SIZE,
         }
     }
 
@@ -113,11 +138,18 @@ impl Request {
 }
 
 impl Sort {
-    pub(super) fn as_str(self) -> &'static str {
+    /// The order as the API writes it, for keys.
+    pub fn name(&self) -> std::borrow::Cow<'static, str> {
         match self {
-            Sort::Recent => "recent",
-            Sort::Oldest => "oldest",
-            Sort::Relevance => "relevance",
+            Sort::Recent => "recent".into(),
+            Sort::Oldest => "oldest".into(),
+            Sort::Relevance => "relevance".into(),
+            Sort::Attribute(order) => format!(
+                "attr.{}.{}",
+                order.name,
+                if order.descending { "desc" } else { "asc" }
+            )
+            .into(),
         }
     }
 }
@@ -133,13 +165,23 @@ pub struct SearchKey(String);
 impl SearchKey {
     /// The query without paging: 16 hex digits of a BLAKE3 hash.
     pub fn query(request: &Request) -> SearchKey {
-        let text = serde_json::json!([matched_set(request), request.sort.as_str()]).to_string();
+        let text = serde_json::json!([matched_set(request), request.sort.name()]).to_string();
         SearchKey(blake3::hash(text.as_bytes()).to_hex()[..16].to_owned())
     }
 
-    /// The query and the page size: a first page's answer.
+    /// The query and the page size, and the facets asked for: a first
+    /// page's answer.
     pub fn first_page(request: &Request) -> SearchKey {
-        SearchKey(format!("{}:{}", SearchKey::query(request).0, request.limit))
+        let query = SearchKey::query(request).0;
+        if request.facets.is_empty() {
+            return SearchKey(format!("{query}:{}", request.limit));
+        }
+        SearchKey(format!(
+            "{query}:{}:{}:{}",
+            request.limit,
+            request.facet_size,
+            request.facets.join(",")
+        ))
     }
 
     pub fn as_str(&self) -> &str {
@@ -167,6 +209,8 @@ pub struct Response {
     /// The same by source position; they sum to `total`.
     pub by_source: SourceCounts,
     pub hits: Vec<Hit>,
+    /// The facets asked for, over every match, in the order asked.
+    pub facets: Vec<FacetCounts>,
 }
 
 /// The keywords and each keyword's synonyms, as text, for keys.
@@ -192,6 +236,10 @@ pub(super) fn matched_set(request: &Request) -> serde_json::Value {
         f.attributes,
         f.from,
         f.to,
+        f.ranges
+            .iter()
+            .map(|r| (&r.name, r.gte, r.lte))
+            .collect::<Vec<_>>(),
         request.morph
     ])
 }

@@ -16,6 +16,7 @@ use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
 use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
 use super::{Partial, SourceCounts};
+use crate::attributes::SegmentAttrs;
 use crate::{tag_source, DocSources};
 use crate::{IndexError, Result};
 
@@ -102,12 +103,17 @@ pub(super) fn doc_sources(
 /// Scans `range` of one segment: counts every match and keeps the best k.
 /// `known_total` is the segment's total when the postings already say it;
 /// the scan then stops as soon as the top-k is final.
+///
+/// `count_facets` says whether this range counts the request's facets (a
+/// segment whose facet counts are cached does not).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn scan(
     weight: &dyn Weight,
     segment: &SegmentReader,
     ord: u32,
     range: Range<DocId>,
     known_total: Option<SourceCounts>,
+    count_facets: bool,
     request: &Request,
     work: Work,
 ) -> std::result::Result<Partial, ScanError> {
@@ -125,6 +131,12 @@ pub(super) fn scan(
     let tag = segment.fast_fields().u64("tag")?;
     let alive = segment.alive_bitset();
     let filter = &request.filter;
+    let order = match &request.sort {
+        Sort::Attribute(order) => Some(order),
+        _ => None,
+    };
+    let facets: &[String] = if count_facets { &request.facets } else { &[] };
+    let mut attrs = SegmentAttrs::open(segment, &filter.ranges, order, facets)?;
     // Only newest-first follows the segment order.
     let can_stop = request.sort == Sort::Recent;
 
@@ -166,15 +178,17 @@ pub(super) fn scan(
                 break;
             }
         }
-        if filter.accepts(created_at, doc_tag) {
+        if filter.accepts(created_at, doc_tag) && attrs.accepts(doc) {
             counts[tag_source(doc_tag)] += 1;
+            attrs.count(doc);
             let score = if request.sort == Sort::Relevance {
                 with_recency(scorer.score(), created_at, now)
             } else {
                 0.0
             };
             let doc_uid = uid.first(doc).unwrap_or_default();
-            let r = rank(request.sort, created_at, doc_uid, doc_tag, score);
+            let first = attrs.rank_part(doc);
+            let r = rank(&request.sort, created_at, doc_uid, doc_tag, score, first);
             if request.after.is_none_or(|after| r < after) {
                 if top.len() < k {
                     top.push(Reverse((r, doc)));
@@ -186,8 +200,9 @@ pub(super) fn scan(
         }
         doc = scorer.advance();
     }
-    if counting_only && known_total.is_none() {
+    if counting_only && (known_total.is_none() || attrs.has_facets()) {
         let sources = doc_sources(doc_sources_cache, segment)?;
+        let per_match = (!attrs.is_empty()).then_some(&mut attrs);
         let counted = count_rest(
             &mut *scorer,
             range.end,
@@ -195,6 +210,7 @@ pub(super) fn scan(
             &sources,
             filter.source,
             &mut counts,
+            per_match,
             budget,
         );
         match counted {
@@ -208,6 +224,7 @@ pub(super) fn scan(
     scanned_counter.fetch_add(scanned, Ordering::Relaxed);
     Ok(Partial {
         counts: known_total.unwrap_or(counts),
+        facets: attrs.facet_values()?,
         top: top
             .into_iter()
             .map(|Reverse((r, doc))| (r, DocAddress::new(ord, doc)))
@@ -220,7 +237,10 @@ pub(super) fn scan(
 /// byte read per match for its source (`doc_sources`). For a keyword in
 /// most rows this loop is the whole cost of its first query. `end` is
 /// within the filter's time window (see `time_window`), so time needs no
-/// check here. The matches visited; `Err` when the budget ran out.
+/// check here. `attrs`, when the request has ranges or facets, checks and
+/// counts each match by its columns. The matches visited; `Err` when the
+/// budget ran out.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn count_rest(
     scorer: &mut dyn tantivy::query::Scorer,
     end: DocId,
@@ -228,6 +248,7 @@ pub(super) fn count_rest(
     sources: &[u8],
     only_source: Option<SourceId>,
     counts: &mut SourceCounts,
+    mut attrs: Option<&mut SegmentAttrs>,
     budget: &Budget,
 ) -> std::result::Result<u64, u64> {
     let mut docs = [0 as DocId; tantivy::COLLECT_BLOCK_BUFFER_LEN];
@@ -245,6 +266,12 @@ pub(super) fn count_rest(
             }
             let source = sources[doc as usize];
             if only.is_none_or(|s| s == source) {
+                if let Some(attrs) = attrs.as_deref_mut() {
+                    if !attrs.accepts(doc) {
+                        continue;
+                    }
+                    attrs.count(doc);
+                }
                 counts[usize::from(source)] += 1;
             }
         }

@@ -50,6 +50,9 @@ pub struct Answer {
     pub hits: Vec<Box<serde_json::value::RawValue>>,
     /// Each hit's rank, for the cursor of a page that ends there.
     pub ranks: Vec<Rank>,
+    /// The facets the request asked for, over every match.
+    #[serde(default)]
+    pub facets: Vec<chaja_index::search::FacetCounts>,
     /// Whether the search may have found more than `hits`: it filled the
     /// page it was asked for.
     pub more: bool,
@@ -67,7 +70,13 @@ impl Answer {
     /// Bytes held, for the cache's weigher.
     fn weight(&self) -> usize {
         let hits: usize = self.hits.iter().map(|h| h.get().len()).sum();
-        hits + self.ranks.len() * std::mem::size_of::<Rank>() + 64
+        let facets: usize = self
+            .facets
+            .iter()
+            .flat_map(|f| &f.values)
+            .map(|(value, _)| value.len() + 8)
+            .sum();
+        hits + facets + self.ranks.len() * std::mem::size_of::<Rank>() + 64
     }
 }
 
@@ -433,7 +442,7 @@ fn served(answer: Arc<Answer>, now: i64, stale: bool) -> (Arc<Answer>, CacheStat
 
 impl L2 {
     fn key(&self, key: &str) -> String {
-        format!("{}search:v4:{key}", self.redis.prefix)
+        format!("{}search:v5:{key}", self.redis.prefix)
     }
 
     fn lock_key(&self, key: &str) -> String {
@@ -521,6 +530,7 @@ mod tests {
             by_source: vec![1, 0],
             hits: Vec::new(),
             ranks: Vec::new(),
+            facets: Vec::new(),
             more: false,
             watermark,
             computed_at_ms: now_ms(),

@@ -8,6 +8,10 @@ const TRENDING_MS = 60_000;
 const TYPES = ['all', 'question', 'review'];
 const SORTS = ['recent', 'oldest', 'relevance'];
 const TYPE_LABELS = { question: '질문', review: '리뷰' };
+// Names a board would show; any other attribute shows its own name.
+const SORT_LABELS = { like_count: '추천순', rating: '평점순', view_count: '조회순' };
+const FACET_LABELS = { rating: '평점', category: '게시판' };
+const facetValueLabel = (name, value) => (name === 'rating' ? `★${value}` : value);
 
 const $ = (id) => document.getElementById(id);
 const form = $('search-form');
@@ -31,6 +35,7 @@ const sentinel = $('sentinel');
 const more = $('more');
 const trendingSection = $('trending-section');
 const trending = $('trending');
+const facetsBox = $('facets');
 
 // --- state -----------------------------------------------------------------
 
@@ -45,6 +50,10 @@ let typingTimer = 0;
 let suggestRequest = null;
 let activeIndex = -1;
 let trendingShown = '';
+// What the sources declare (GET /api/search/options): facets shown as chips
+// and attributes offered as orders.
+let options = { facets: [], sortable: [] };
+let facetFilter = null; // { name, value } of the chip pressed, or null
 
 // --- controls and URL ------------------------------------------------------
 
@@ -59,8 +68,11 @@ function readControls() {
     sort: sortSelect.value,
     from: fromInput.value,
     to: toInput.value,
+    facet: facetFilter,
   };
 }
+
+const sorts = () => [...SORTS, ...options.sortable.map((name) => `attr.${name}.desc`)];
 
 function readUrl() {
   const params = new URLSearchParams(location.search);
@@ -69,13 +81,24 @@ function readUrl() {
   return {
     q: (params.get('q') ?? '').slice(0, 100),
     type: oneOf(params.get('type'), TYPES),
-    sort: oneOf(params.get('sort'), SORTS),
+    sort: oneOf(params.get('sort'), sorts()),
     from: date(params.get('from')),
     to: date(params.get('to')),
+    facet: facetFromUrl(params),
   };
 }
 
+// The one `attr.<facet>=<value>` the URL may carry.
+function facetFromUrl(params) {
+  for (const name of options.facets) {
+    const value = params.get(`attr.${name}`);
+    if (value) return { name, value: value.slice(0, 200) };
+  }
+  return null;
+}
+
 function writeControls(state) {
+  facetFilter = state.facet;
   box.value = state.q;
   selectTab(state.type);
   sortSelect.value = state.sort;
@@ -91,6 +114,7 @@ function updateUrl(state, mode) {
   if (state.sort !== 'recent') params.set('sort', state.sort);
   if (state.from) params.set('from', state.from);
   if (state.to) params.set('to', state.to);
+  if (state.facet) params.set(`attr.${state.facet.name}`, state.facet.value);
   const query = params.toString();
   if (location.search === (query ? `?${query}` : '')) return; // no duplicate history entries
   const url = query ? `?${query}` : location.pathname;
@@ -122,6 +146,8 @@ function apiUrl(state, after) {
   // Dates are Korean calendar days, whole days inclusive.
   if (state.from) params.set('from', `${state.from}T00:00:00+09:00`);
   if (state.to) params.set('to', `${state.to}T23:59:59.999+09:00`);
+  if (options.facets.length > 0) params.set('facets', options.facets.join(','));
+  if (state.facet) params.set(`attr.${state.facet.name}`, state.facet.value);
   params.set('size', String(PAGE_SIZE));
   if (after) params.set('cursor', after);
   return `/api/search?${params}`;
@@ -136,7 +162,9 @@ async function fetchPage(state, after, signal) {
   }
 }
 
-const sameQuery = (a, b) => Boolean(b) && ['q', 'type', 'sort', 'from', 'to'].every((k) => a[k] === b[k]);
+const sameFacet = (a, b) => (a?.name ?? '') === (b?.name ?? '') && (a?.value ?? '') === (b?.value ?? '');
+const sameQuery = (a, b) =>
+  Boolean(b) && ['q', 'type', 'sort', 'from', 'to'].every((k) => a[k] === b[k]) && sameFacet(a.facet, b.facet);
 
 /**
  * Runs the search the controls describe. `mode`: 'push' for committed
@@ -185,6 +213,7 @@ function showFirstPage(state, body) {
   appendHits(body.hits);
   cursor = body.next_cursor ?? null;
   updateCounts(state, body);
+  renderFacets(state, body.facets ?? {});
   total.textContent = `총 ${formatCount(body.total)}건`;
   took.textContent = Number.isFinite(body.took_ms)
     ? `${body.took_ms.toLocaleString('ko-KR', { maximumFractionDigits: 1 })} ms`
@@ -226,6 +255,8 @@ function clearResults() {
   didYouMean.hidden = true;
   counts = { key: '', all: null, question: null, review: null };
   renderCounts();
+  facetsBox.replaceChildren();
+  facetsBox.hidden = true;
   showError('');
   more.hidden = true;
 }
@@ -281,7 +312,7 @@ function renderHit(hit) {
 // three; a filtered one gives its own type's count for sure, and the other
 // type's only when the server counted it (a 0 there may just be the filter).
 function updateCounts(state, body) {
-  const key = JSON.stringify([state.q, state.sort, state.from, state.to]);
+  const key = JSON.stringify([state.q, state.sort, state.from, state.to, state.facet]);
   if (counts.key !== key) counts = { key, all: null, question: null, review: null };
   const totals = body.totals ?? {};
   if (state.type === 'all') {
@@ -304,6 +335,38 @@ function renderCounts() {
     const count = counts[tab.dataset.type];
     tab.querySelector('.count').textContent = count == null ? '' : formatCount(count);
   }
+}
+
+// Each declared facet as a row of chips, "★5 1,203": pressing one filters
+// by its value (attr.<name>=<value>), pressing it again clears the filter.
+function renderFacets(state, facets) {
+  const groups = [];
+  for (const name of options.facets) {
+    const values = Object.entries(facets[name]?.values ?? {});
+    if (values.length === 0) continue;
+    const group = document.createElement('div');
+    group.className = 'facet';
+    group.setAttribute('role', 'group');
+    const label = document.createElement('span');
+    label.className = 'facet-name';
+    label.textContent = FACET_LABELS[name] ?? name;
+    group.setAttribute('aria-label', label.textContent);
+    group.append(label);
+    for (const [value, count] of values) {
+      const chip = document.createElement('button');
+      chip.type = 'button';
+      chip.className = 'chip';
+      chip.dataset.name = name;
+      chip.dataset.value = value;
+      const pressed = state.facet?.name === name && state.facet?.value === value;
+      chip.setAttribute('aria-pressed', String(pressed));
+      chip.textContent = `${facetValueLabel(name, value)} ${formatCount(count)}`;
+      group.append(chip);
+    }
+    groups.push(group);
+  }
+  facetsBox.replaceChildren(...groups);
+  facetsBox.hidden = groups.length === 0;
 }
 
 // --- paging ----------------------------------------------------------------
@@ -497,6 +560,14 @@ for (const control of [sortSelect, fromInput, toInput]) {
   });
 }
 
+facetsBox.addEventListener('click', (event) => {
+  const chip = event.target.closest('button.chip');
+  if (!chip) return;
+  const { name, value } = chip.dataset;
+  facetFilter = sameFacet(facetFilter, { name, value }) ? null : { name, value };
+  commit();
+});
+
 didYouMeanList.addEventListener('click', (event) => {
   const button = event.target.closest('button[data-q]');
   if (button) pick(button.dataset.q);
@@ -544,6 +615,21 @@ trending.addEventListener('click', (event) => {
 
 // --- start -----------------------------------------------------------------
 
+// The orders and facets the sources declare; without them the page offers
+// the built-in orders only.
+async function loadOptions() {
+  const answer = await getJson('/api/search/options');
+  if (!answer.ok) return;
+  options = { facets: answer.body.facets ?? [], sortable: answer.body.sortable ?? [] };
+  for (const name of options.sortable) {
+    const option = document.createElement('option');
+    option.value = `attr.${name}.desc`;
+    option.textContent = SORT_LABELS[name] ?? `${name} 높은순`;
+    sortSelect.append(option);
+  }
+}
+
+await loadOptions();
 writeControls(readUrl());
 search(null);
 loadTrending();

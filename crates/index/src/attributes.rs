@@ -1,0 +1,367 @@
+//! The attribute store: each document's declared attributes as columns,
+//! what ranges, sorting and facets read.
+//!
+//! Every attribute is stored with its hit (`attributes`, JSON) and matched
+//! by `attr.<name>=<value>` (`attrs`, one term per value). Those two cannot
+//! answer "likes ≥ 10", "most liked first" or "how many ★5": a posting
+//! list per value has no order, and reading the stored JSON of every match
+//! costs a decompression each. So the attributes a source declares
+//! `numeric` (or `sortable`) are also written as numbers, and its `facets`
+//! as text, into two columnar (fast) JSON fields, one column per name:
+//!
+//! - `numbers.<name>`: an `f64` per document, for `attr.<name>.gte/lte`
+//!   and `sort=attr.<name>.asc|desc`;
+//! - `facets.<name>`: the value as the database shows it (`"4"`, never
+//!   `"4.0"`), whose per-segment term ordinals the facet count adds up.
+//!
+//! A JSON field per kind, rather than a field per attribute, keeps the
+//! schema the same for every configuration, so the schema check that tells
+//! an operator to reindex still means "another version of chaja". A
+//! column is read through its name; a segment without any value for it
+//! has no column, which reads as "missing" for every document.
+//!
+//! A value declared numeric that does not read as a number is indexed as
+//! missing (the loader logs it with the row's key): it matches no range
+//! and sorts last, as `NULL` does.
+
+use std::collections::HashMap;
+
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::schema::OwnedValue;
+use tantivy::{DocId, SegmentReader, TantivyDocument};
+
+use chaja_core::model::Doc;
+use chaja_core::sources::{SourceId, Sources};
+
+use crate::schema::Fields;
+
+/// The JSON fields, as the schema names them.
+pub(crate) const NUMBERS: &str = "numbers";
+pub(crate) const FACETS: &str = "facets";
+
+/// Which attributes of each source are written as numbers and as facets.
+#[derive(Debug, Clone, Default)]
+pub struct AttrLayout {
+    numeric: Vec<Vec<String>>,
+    facets: Vec<Vec<String>>,
+}
+
+impl AttrLayout {
+    pub fn of(sources: &Sources) -> AttrLayout {
+        AttrLayout {
+            numeric: sources.iter().map(|s| s.numeric.clone()).collect(),
+            facets: sources.iter().map(|s| s.facets.clone()).collect(),
+        }
+    }
+
+    fn numeric(&self, source: SourceId) -> &[String] {
+        self.numeric.get(source.index()).map_or(&[], Vec::as_slice)
+    }
+
+    fn facets(&self, source: SourceId) -> &[String] {
+        self.facets.get(source.index()).map_or(&[], Vec::as_slice)
+    }
+
+    /// Adds the row's declared numbers and facet values to its document.
+    pub(crate) fn add_columns(&self, fields: &Fields, doc: &Doc, d: &mut TantivyDocument) {
+        let value_of = |name: &str| doc.attributes.iter().find(|(n, _)| n == name).map(|a| &a.1);
+        let numbers: std::collections::BTreeMap<String, OwnedValue> = self
+            .numeric(doc.source)
+            .iter()
+            .filter_map(|name| {
+                let number = value_of(name)?.number()?;
+                Some((name.clone(), OwnedValue::F64(number)))
+            })
+            .collect();
+        if !numbers.is_empty() {
+            d.add_object(fields.numbers, numbers);
+        }
+        let facets: std::collections::BTreeMap<String, OwnedValue> = self
+            .facets(doc.source)
+            .iter()
+            .filter_map(|name| {
+                let text = value_of(name)?.filter_text()?;
+                Some((name.clone(), OwnedValue::Str(text)))
+            })
+            .collect();
+        if !facets.is_empty() {
+            d.add_object(fields.facets, facets);
+        }
+    }
+}
+
+/// `attr.<name>.gte` and `attr.<name>.lte`: inclusive bounds on a numeric
+/// attribute. A row without a number there does not match.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NumberRange {
+    pub name: String,
+    pub gte: Option<f64>,
+    pub lte: Option<f64>,
+}
+
+impl NumberRange {
+    fn contains(&self, value: f64) -> bool {
+        self.gte.is_none_or(|lo| value >= lo) && self.lte.is_none_or(|hi| value <= hi)
+    }
+}
+
+/// `sort=attr.<name>.desc|asc`: by a sortable attribute, ties newest first;
+/// rows without a number come last either way.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AttrOrder {
+    pub name: String,
+    pub descending: bool,
+}
+
+impl AttrOrder {
+    /// The first part of a hit's rank (larger first): the number in an
+    /// order-preserving integer form, flipped for ascending; `i64::MIN`,
+    /// below every number either way, for a row without one.
+    pub(crate) fn rank_part(&self, value: Option<f64>) -> i64 {
+        let Some(value) = value else {
+            return i64::MIN;
+        };
+        // IEEE 754 bits order like the numbers for positives; negatives
+        // order backwards, so their magnitude bits are flipped. A finite
+        // value never maps to i64::MAX, so `!` below never gives i64::MIN.
+        // -0.0 equals 0.0, so it ranks alike.
+        let value = if value == 0.0 { 0.0 } else { value };
+        let bits = value.to_bits() as i64;
+        let ordered = if bits < 0 { bits ^ i64::MAX } else { bits };
+        if self.descending {
+            ordered
+        } else {
+            !ordered
+        }
+    }
+}
+
+/// A facet's counts over a whole matched set: the top values by count
+/// (ties by value), and how many distinct values there were.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FacetCounts {
+    pub name: String,
+    pub values: Vec<(String, u64)>,
+    pub distinct: u64,
+}
+
+/// One segment's counts by value text for each requested facet, in
+/// request order: what the per-segment facet cache keeps.
+pub type SegmentFacetValues = Vec<Vec<(String, u64)>>;
+
+/// Counts by value of one facet in one segment, keyed by the segment's
+/// term ordinals; dense while the column has few values (what facets are
+/// for), a map beyond.
+enum Tally {
+    Dense(Vec<u64>),
+    Sparse(HashMap<u64, u64>),
+}
+
+const DENSE_MAX_TERMS: usize = 4096;
+
+impl Tally {
+    fn for_terms(terms: usize) -> Tally {
+        if terms <= DENSE_MAX_TERMS {
+            Tally::Dense(vec![0; terms])
+        } else {
+            Tally::Sparse(HashMap::new())
+        }
+    }
+
+    fn add(&mut self, ord: u64) {
+        match self {
+            Tally::Dense(counts) => {
+                if let Some(c) = counts.get_mut(ord as usize) {
+                    *c += 1;
+                }
+            }
+            Tally::Sparse(counts) => *counts.entry(ord).or_default() += 1,
+        }
+    }
+
+    fn nonzero(&self) -> Vec<(u64, u64)> {
+        match self {
+            Tally::Dense(counts) => counts
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(ord, c)| (ord as u64, *c))
+                .collect(),
+            Tally::Sparse(counts) => counts.iter().map(|(o, c)| (*o, *c)).collect(),
+        }
+    }
+}
+
+/// One segment's columns for a request: what its ranges, its order and its
+/// facets read per match.
+pub(crate) struct SegmentAttrs {
+    /// Each range with its column; `None` when the segment has no number
+    /// under that name, so nothing in it matches.
+    ranges: Vec<(Option<Column<f64>>, NumberRange)>,
+    order: Option<(Option<Column<f64>>, AttrOrder)>,
+    facets: Vec<Option<(StrColumn, Tally)>>,
+}
+
+impl SegmentAttrs {
+    pub(crate) fn open(
+        segment: &SegmentReader,
+        ranges: &[NumberRange],
+        order: Option<&AttrOrder>,
+        facets: &[String],
+    ) -> tantivy::Result<SegmentAttrs> {
+        let fast = segment.fast_fields();
+        let number = |name: &str| fast.column_opt::<f64>(&format!("{NUMBERS}.{name}"));
+        let ranges = ranges
+            .iter()
+            .map(|r| Ok((number(&r.name)?, r.clone())))
+            .collect::<tantivy::Result<_>>()?;
+        let order = match order {
+            Some(o) => Some((number(&o.name)?, o.clone())),
+            None => None,
+        };
+        let facets = facets
+            .iter()
+            .map(|name| {
+                Ok(fast.str(&format!("{FACETS}.{name}"))?.map(|column| {
+                    let terms = column.num_terms();
+                    (column, Tally::for_terms(terms))
+                }))
+            })
+            .collect::<tantivy::Result<_>>()?;
+        Ok(SegmentAttrs {
+            ranges,
+            order,
+            facets,
+        })
+    }
+
+    /// Whether this segment's ranges, order or facets read anything per
+    /// match: without, the scan keeps its cheaper paths.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ranges.is_empty() && self.order.is_none() && self.facets.is_empty()
+    }
+
+    pub(crate) fn has_facets(&self) -> bool {
+        !self.facets.is_empty()
+    }
+
+    /// Whether `doc` is within every range.
+    pub(crate) fn accepts(&self, doc: DocId) -> bool {
+        self.ranges.iter().all(|(column, range)| {
+            column
+                .as_ref()
+                .and_then(|c| c.first(doc))
+                .is_some_and(|v| range.contains(v))
+        })
+    }
+
+    /// The first part of `doc`'s rank under an attribute order.
+    pub(crate) fn rank_part(&self, doc: DocId) -> i64 {
+        match &self.order {
+            Some((column, order)) => order.rank_part(column.as_ref().and_then(|c| c.first(doc))),
+            None => 0,
+        }
+    }
+
+    /// Counts `doc`, a match that passed every filter, in each facet.
+    pub(crate) fn count(&mut self, doc: DocId) {
+        for (column, tally) in self.facets.iter_mut().flatten() {
+            if let Some(ord) = column.ords().first(doc) {
+                tally.add(ord);
+            }
+        }
+    }
+
+    /// The segment's facet counts by value text, in request order.
+    pub(crate) fn facet_values(&self) -> tantivy::Result<SegmentFacetValues> {
+        self.facets
+            .iter()
+            .map(|facet| {
+                let Some((column, tally)) = facet else {
+                    return Ok(Vec::new());
+                };
+                let mut out = Vec::new();
+                for (ord, count) in tally.nonzero() {
+                    let mut text = String::new();
+                    if column.ord_to_str(ord, &mut text)? {
+                        out.push((text, count));
+                    }
+                }
+                Ok(out)
+            })
+            .collect()
+    }
+}
+
+/// Adds per-segment facet counts into `sum` (one map per facet).
+pub(crate) fn add_facets(sum: &mut [HashMap<String, u64>], more: &[Vec<(String, u64)>]) {
+    for (total, values) in sum.iter_mut().zip(more) {
+        for (value, count) in values {
+            *total.entry(value.clone()).or_default() += count;
+        }
+    }
+}
+
+/// The answer's facets: each one's top `size` values by count (ties by
+/// value, so pages and replicas agree), and its number of distinct values.
+pub(crate) fn top_facets(
+    names: &[String],
+    sums: Vec<HashMap<String, u64>>,
+    size: usize,
+) -> Vec<FacetCounts> {
+    names
+        .iter()
+        .zip(sums)
+        .map(|(name, counts)| {
+            let distinct = counts.len() as u64;
+            let mut values: Vec<(String, u64)> = counts.into_iter().collect();
+            values.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            values.truncate(size);
+            FacetCounts {
+                name: name.clone(),
+                values,
+                distinct,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attribute_ranks_order_numbers_with_missing_last() {
+        let desc = AttrOrder {
+            name: "n".into(),
+            descending: true,
+        };
+        let asc = AttrOrder {
+            descending: false,
+            ..desc.clone()
+        };
+        let values = [-1e300, -2.5, -0.0, 0.0, 1.0, 4.0, 4.5, 1e300];
+        for pair in values.windows(2) {
+            assert!(desc.rank_part(Some(pair[0])) <= desc.rank_part(Some(pair[1])));
+            assert!(asc.rank_part(Some(pair[0])) >= asc.rank_part(Some(pair[1])));
+        }
+        for v in values {
+            assert!(desc.rank_part(None) < desc.rank_part(Some(v)));
+            assert!(asc.rank_part(None) < asc.rank_part(Some(v)));
+        }
+    }
+
+    #[test]
+    fn top_facets_sort_by_count_then_value_and_count_distinct() {
+        let counts: HashMap<String, u64> = [("5", 3), ("4", 3), ("1", 1)]
+            .into_iter()
+            .map(|(v, c)| (v.to_owned(), c))
+            .collect();
+        let top = top_facets(&["rating".to_owned()], vec![counts], 2);
+        assert_eq!(top[0].distinct, 3);
+        assert_eq!(
+            top[0].values,
+            vec![("4".to_owned(), 3), ("5".to_owned(), 3)]
+        );
+    }
+}
