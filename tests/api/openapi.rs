@@ -33,6 +33,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/admin/reindex"),
     ("get", "/api/admin/verify"),
     ("get", "/api/admin/status"),
+    ("get", "/api/search/options"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
@@ -142,7 +143,15 @@ async fn the_document_states_the_limits_and_errors_the_server_enforces() {
     );
     assert_eq!(
         param("sort")["schema"]["enum"],
-        json!(["recent", "oldest", "relevance"])
+        json!([
+            "recent",
+            "oldest",
+            "relevance",
+            "attr.like_count.desc",
+            "attr.like_count.asc",
+            "attr.rating.desc",
+            "attr.rating.asc"
+        ])
     );
     assert_eq!(
         param("match")["schema"]["enum"],

@@ -139,6 +139,17 @@ fn document(
                             types.push("all");
                             parameter["schema"] = json!({ "type": "string", "enum": types });
                         }
+                        // The orders there are: the built-in three and each
+                        // sortable attribute both ways.
+                        if path == "/api/search" && parameter["name"] == "sort" {
+                            let mut orders: Vec<String> =
+                                ["recent", "oldest", "relevance"].map(String::from).to_vec();
+                            for name in sources.sortable_names() {
+                                orders.push(format!("attr.{name}.desc"));
+                                orders.push(format!("attr.{name}.asc"));
+                            }
+                            parameter["schema"] = json!({ "type": "string", "enum": orders });
+                        }
                     }
                 }
                 let Some(responses) = operation

@@ -52,7 +52,7 @@ let activeIndex = -1;
 let trendingShown = '';
 // What the sources declare (GET /api/search/options): facets shown as chips
 // and attributes offered as orders.
-let options = { facets: [], sortable: [] };
+let searchOptions = { facets: [], sortable: [] };
 let facetFilter = null; // { name, value } of the chip pressed, or null
 
 // --- controls and URL ------------------------------------------------------
@@ -72,7 +72,7 @@ function readControls() {
   };
 }
 
-const sorts = () => [...SORTS, ...options.sortable.map((name) => `attr.${name}.desc`)];
+const sorts = () => [...SORTS, ...searchOptions.sortable.map((name) => `attr.${name}.desc`)];
 
 function readUrl() {
   const params = new URLSearchParams(location.search);
@@ -90,7 +90,7 @@ function readUrl() {
 
 // The one `attr.<facet>=<value>` the URL may carry.
 function facetFromUrl(params) {
-  for (const name of options.facets) {
+  for (const name of searchOptions.facets) {
     const value = params.get(`attr.${name}`);
     if (value) return { name, value: value.slice(0, 200) };
   }
@@ -146,7 +146,7 @@ function apiUrl(state, after) {
   // Dates are Korean calendar days, whole days inclusive.
   if (state.from) params.set('from', `${state.from}T00:00:00+09:00`);
   if (state.to) params.set('to', `${state.to}T23:59:59.999+09:00`);
-  if (options.facets.length > 0) params.set('facets', options.facets.join(','));
+  if (searchOptions.facets.length > 0) params.set('facets', searchOptions.facets.join(','));
   if (state.facet) params.set(`attr.${state.facet.name}`, state.facet.value);
   params.set('size', String(PAGE_SIZE));
   if (after) params.set('cursor', after);
@@ -341,8 +341,13 @@ function renderCounts() {
 // by its value (attr.<name>=<value>), pressing it again clears the filter.
 function renderFacets(state, facets) {
   const groups = [];
-  for (const name of options.facets) {
-    const values = Object.entries(facets[name]?.values ?? {});
+  for (const name of searchOptions.facets) {
+    // The answer lists values the most frequent first, but a JavaScript
+    // object puts integer-like keys ("1", "5") first in numeric order:
+    // sort again, as the server did (count, then value).
+    const values = Object.entries(facets[name]?.values ?? {}).sort(
+      (a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0),
+    );
     if (values.length === 0) continue;
     const group = document.createElement('div');
     group.className = 'facet';
@@ -620,8 +625,8 @@ trending.addEventListener('click', (event) => {
 async function loadOptions() {
   const answer = await getJson('/api/search/options');
   if (!answer.ok) return;
-  options = { facets: answer.body.facets ?? [], sortable: answer.body.sortable ?? [] };
-  for (const name of options.sortable) {
+  searchOptions = { facets: answer.body.facets ?? [], sortable: answer.body.sortable ?? [] };
+  for (const name of searchOptions.sortable) {
     const option = document.createElement('option');
     option.value = `attr.${name}.desc`;
     option.textContent = SORT_LABELS[name] ?? `${name} 높은순`;
