@@ -522,6 +522,12 @@ async fn console_needs_the_admin_key_and_runs_verify_and_reindex() {
     )
     .await;
     assert!(displayed(&browser, "#dashboard").await);
+    // What the sources keep in columns: the demo's facet and orders.
+    assert_eq!(text(&browser, "#facet-names").await, "rating");
+    assert_eq!(
+        text(&browser, "#sortable-names").await,
+        "like_count, rating"
+    );
     browser.refresh().await.unwrap();
     until(
         &browser,

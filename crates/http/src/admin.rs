@@ -146,6 +146,10 @@ pub struct IndexStatus {
     /// What the live generation was built with.
     pub analyzer: String,
     pub normalization: String,
+    /// Attributes the sources declare as facets and as sortable: what the
+    /// index keeps in columns for `facets=` and `sort=attr.…`.
+    pub facets: Vec<String>,
+    pub sortable: Vec<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -230,6 +234,16 @@ async fn status(State(state): State<AppState>) -> Result<Json<Status>> {
             size_bytes: generation.size_bytes(),
             analyzer,
             normalization,
+            facets: sources
+                .facet_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            sortable: sources
+                .sortable_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
         })
     })
     .await??;

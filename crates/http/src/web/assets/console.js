@@ -101,6 +101,9 @@ function renderStatus(status) {
   text('generation', formatCount(index.generation));
   text('analyzer', index.analyzer ?? '—');
   text('normalization', index.normalization ?? '—');
+  const names = (list) => (list?.length ? list.join(', ') : '없음');
+  text('facet-names', names(index.facets));
+  text('sortable-names', names(index.sortable));
 
   const mirror = status.mirror ?? {};
   badge('ready', mirror.ready, '정상', '준비 안 됨');
