@@ -75,7 +75,9 @@ fn keyword() -> impl Strategy<Value = String> {
     prop::collection::vec(pieces, 1..6).prop_map(|v| v.concat())
 }
 
-fn build(docs: &[Doc], deleted: &[usize]) -> (tempfile::TempDir, Generation) {
+/// The rows in two commits (two segments, deletes in the first), then a
+/// third that rewrites `changed` (rows whose attributes changed since).
+fn build(docs: &[Doc], deleted: &[usize], changed: &[Doc]) -> (tempfile::TempDir, Generation) {
     let dir = tempfile::tempdir().unwrap();
     let generation = create_generation(dir.path(), &chaja_demo::sources()).unwrap();
     let mut writer = generation.writer(16 << 20).unwrap();
@@ -92,6 +94,10 @@ fn build(docs: &[Doc], deleted: &[usize]) -> (tempfile::TempDir, Generation) {
         writer.delete(docs[i].source, &docs[i].key.text());
     }
     writer.commit(2).unwrap();
+    for doc in changed {
+        writer.upsert(doc).unwrap();
+    }
+    writer.commit(3).unwrap();
     generation.reader.reload().unwrap();
     (dir, generation)
 }
@@ -194,7 +200,27 @@ proptest! {
             })
             .collect();
         let deleted: Vec<usize> = deleted.into_iter().filter(|&i| i < docs.len()).collect();
-        let (_dir, generation) = build(&docs, &deleted);
+        // Every third live row then changes its number (a like, a new
+        // rating): the index must answer with the new values only.
+        let original = docs.clone();
+        let mut changed = Vec::new();
+        let docs: Vec<Doc> = docs
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut doc)| {
+                if i % 3 == 0 && !deleted.contains(&i) {
+                    if let Some((_, value)) = doc.attributes.last_mut() {
+                        *value = match value {
+                            AttrValue::Int(n) => AttrValue::Int((*n + 2) % 6),
+                            _ => AttrValue::Int(3),
+                        };
+                    }
+                    changed.push(doc.clone());
+                }
+                doc
+            })
+            .collect();
+        let (_dir, generation) = build(&original, &deleted, &changed);
         let filter = filter.unwrap_or_default();
         for (first, second) in &queries {
             let q = match second {
