@@ -15,6 +15,7 @@ use crate::http_client::StatusCode;
 both_stores!(
     facets_ranges_and_attribute_sorts_equal_sql,
     bad_facet_range_and_sort_parameters_get_400,
+    a_numeric_attribute_that_holds_no_number_is_missing_not_a_failure,
 );
 
 fn schema(store: Store) -> &'static [&'static str] {
@@ -308,5 +309,37 @@ async fn bad_facet_range_and_sort_parameters_get_400(store: Store) {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{extra}: {body}");
         assert!(body["error"]["code"].is_string(), "{body}");
     }
+    app.finish().await;
+}
+
+/// `category` is text; declared numeric, a value that reads as a number is
+/// one and any other is missing: the row is indexed and found, matches no
+/// range, and sorts last.
+async fn a_numeric_attribute_that_holds_no_number_is_missing_not_a_failure(store: Store) {
+    let config = CONFIG
+        .replace(
+            "numeric = [\"rating\"]",
+            "numeric = [\"rating\", \"category\"]",
+        )
+        .replace(
+            "sortable = [\"like_count\"]",
+            "sortable = [\"like_count\", \"category\"]",
+        );
+    let app = spawn_app_on_schema(store, schema(store), &config).await;
+    app.sql(
+        "INSERT INTO review (product_id, rating, like_count, category, body, created_at) VALUES \
+         (1, 5, 0, '3', '배송 하나', '2025-04-01 10:00:00.000000'), \
+         (1, 5, 0, 'abc', '배송 둘', '2025-04-02 10:00:00.000000'), \
+         (1, 5, 0, '4.5', '배송 셋', '2025-04-03 10:00:00.000000'), \
+         (1, 5, 0, NULL, '배송 넷', '2025-04-04 10:00:00.000000')",
+    )
+    .await;
+    app.wait_indexed().await;
+    assert_eq!(app.search("배송", "").await["total"], 4);
+    let ranged = app.search("배송", "&attr.category.gte=3").await;
+    assert_eq!(ids(&ranged), [3, 1], "{ranged}");
+    let sorted = app.search("배송", "&sort=attr.category.desc").await;
+    // 4.5, 3, then the rows without a number, newest first.
+    assert_eq!(ids(&sorted), [3, 1, 4, 2], "{sorted}");
     app.finish().await;
 }
