@@ -25,6 +25,7 @@
 //! and sorts last, as `NULL` does.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::schema::OwnedValue;
@@ -192,6 +193,47 @@ impl Tally {
     }
 }
 
+/// segment, facet name → each document's term ordinal in that facet's
+/// column, `u16::MAX` for none: what counting a facet reads per match, one
+/// array read instead of a column lookup (a frequent keyword's facet then
+/// costs about what its total does). Built once per segment, for columns
+/// of fewer than 65,535 values; weighed by bytes.
+pub type FacetOrds = moka::sync::Cache<(tantivy::index::SegmentId, String), Arc<[u16]>>;
+
+/// The new cache of [`FacetOrds`], at most `bytes` large.
+pub(crate) fn facet_ords_cache(bytes: u64) -> FacetOrds {
+    moka::sync::Cache::builder()
+        .weigher(|_, ords: &Arc<[u16]>| u32::try_from(ords.len() * 2).unwrap_or(u32::MAX))
+        .max_capacity(bytes)
+        .time_to_idle(std::time::Duration::from_secs(600))
+        .build()
+}
+
+/// Each document's ordinal in `column`, read in blocks.
+fn dense_ords(column: &StrColumn, max_doc: DocId) -> Arc<[u16]> {
+    let ords = column.ords();
+    let mut out = Vec::with_capacity(max_doc as usize);
+    let mut docs = Vec::with_capacity(4096);
+    let mut values = vec![None; 4096];
+    for start in (0..max_doc).step_by(4096) {
+        docs.clear();
+        docs.extend(start..max_doc.min(start + 4096));
+        let values = &mut values[..docs.len()];
+        values.fill(None);
+        ords.first_vals(&docs, values);
+        out.extend(values.iter().map(|v| v.map_or(u16::MAX, |o| o as u16)));
+    }
+    Arc::from(out)
+}
+
+/// One facet's column in a segment, its dense ordinals when the column is
+/// small enough, and the counts so far.
+struct FacetColumn {
+    column: StrColumn,
+    dense: Option<Arc<[u16]>>,
+    tally: Tally,
+}
+
 /// One segment's columns for a request: what its ranges, its order and its
 /// facets read per match.
 pub(crate) struct SegmentAttrs {
@@ -199,7 +241,7 @@ pub(crate) struct SegmentAttrs {
     /// under that name, so nothing in it matches.
     ranges: Vec<(Option<Column<f64>>, NumberRange)>,
     order: Option<(Option<Column<f64>>, AttrOrder)>,
-    facets: Vec<Option<(StrColumn, Tally)>>,
+    facets: Vec<Option<FacetColumn>>,
 }
 
 impl SegmentAttrs {
@@ -208,6 +250,7 @@ impl SegmentAttrs {
         ranges: &[NumberRange],
         order: Option<&AttrOrder>,
         facets: &[String],
+        facet_ords: &FacetOrds,
     ) -> tantivy::Result<SegmentAttrs> {
         let fast = segment.fast_fields();
         let number = |name: &str| fast.column_opt::<f64>(&format!("{NUMBERS}.{name}"));
@@ -222,9 +265,27 @@ impl SegmentAttrs {
         let facets = facets
             .iter()
             .map(|name| {
-                Ok(fast.str(&format!("{FACETS}.{name}"))?.map(|column| {
-                    let terms = column.num_terms();
-                    (column, Tally::for_terms(terms))
+                let Some(column) = fast.str(&format!("{FACETS}.{name}"))? else {
+                    return Ok(None);
+                };
+                let terms = column.num_terms();
+                let dense = match terms < usize::from(u16::MAX) {
+                    true => Some(
+                        facet_ords
+                            .try_get_with((segment.segment_id(), name.clone()), || {
+                                Ok::<_, tantivy::TantivyError>(dense_ords(
+                                    &column,
+                                    segment.max_doc(),
+                                ))
+                            })
+                            .map_err(|e| (*e).clone())?,
+                    ),
+                    false => None,
+                };
+                Ok(Some(FacetColumn {
+                    column,
+                    dense,
+                    tally: Tally::for_terms(terms),
                 }))
             })
             .collect::<tantivy::Result<_>>()?;
@@ -265,9 +326,19 @@ impl SegmentAttrs {
 
     /// Counts `doc`, a match that passed every filter, in each facet.
     pub(crate) fn count(&mut self, doc: DocId) {
-        for (column, tally) in self.facets.iter_mut().flatten() {
-            if let Some(ord) = column.ords().first(doc) {
-                tally.add(ord);
+        for facet in self.facets.iter_mut().flatten() {
+            match &facet.dense {
+                Some(ords) => {
+                    let ord = ords[doc as usize];
+                    if ord != u16::MAX {
+                        facet.tally.add(u64::from(ord));
+                    }
+                }
+                None => {
+                    if let Some(ord) = facet.column.ords().first(doc) {
+                        facet.tally.add(ord);
+                    }
+                }
             }
         }
     }
@@ -277,7 +348,7 @@ impl SegmentAttrs {
         self.facets
             .iter()
             .map(|facet| {
-                let Some((column, tally)) = facet else {
+                let Some(FacetColumn { column, tally, .. }) = facet else {
                     return Ok(Vec::new());
                 };
                 let mut out = Vec::new();

@@ -71,6 +71,7 @@ pub(super) struct Work<'a> {
     pub(super) budget: &'a Budget,
     pub(super) scanned: &'a std::sync::atomic::AtomicU64,
     pub(super) doc_sources: &'a DocSources,
+    pub(super) facet_ords: &'a crate::attributes::FacetOrds,
 }
 
 /// The source position of every document of `segment`, one byte each:
@@ -121,6 +122,7 @@ pub(super) fn scan(
         budget,
         scanned: scanned_counter,
         doc_sources: doc_sources_cache,
+        facet_ords,
     } = work;
     budget.check()?;
     let now = request.now;
@@ -136,7 +138,7 @@ pub(super) fn scan(
         _ => None,
     };
     let facets: &[String] = if count_facets { &request.facets } else { &[] };
-    let mut attrs = SegmentAttrs::open(segment, &filter.ranges, order, facets)?;
+    let mut attrs = SegmentAttrs::open(segment, &filter.ranges, order, facets, facet_ords)?;
     // Only newest-first follows the segment order.
     let can_stop = request.sort == Sort::Recent;
 
