@@ -6,4 +6,4 @@
 ALTER TABLE questions ADD COLUMN like_count BIGINT NOT NULL DEFAULT 0;
 UPDATE questions SET like_count = COALESCE(
     (SELECT s.like_count FROM question_stats s WHERE s.question_id = questions.id), 0);
-ALTER TABLE reviews ADD COLUMN rating TINYINT NULL;
+ALTER TABLE reviews ADD COLUMN rating INT NULL;

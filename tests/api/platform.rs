@@ -28,6 +28,28 @@ async fn questions_and_reviews_round_trip(store: Store) {
     let (status, body) = app.get(&format!("/api/reviews/{r}")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["question_id"], q);
+    assert_eq!(body["rating"], serde_json::Value::Null);
+    // A rating of 1 to 5 is kept; another is a 400.
+    let (status, rated) = app
+        .post(
+            &format!("/api/questions/{q}/reviews"),
+            json!({ "author_id": user, "content": "별점 리뷰", "rating": 4 }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{rated}");
+    let rated = rated["id"].as_i64().unwrap();
+    assert_eq!(
+        app.get(&format!("/api/reviews/{rated}")).await.1["rating"],
+        4
+    );
+    let (status, body) = app
+        .post(
+            &format!("/api/questions/{q}/reviews"),
+            json!({ "author_id": user, "content": "별점 리뷰", "rating": 6 }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_rating");
     let (status, _) = app
         .send(
             Method::PUT,
@@ -259,13 +281,29 @@ async fn likes_are_idempotent_and_rank_top_liked(store: Store) {
         app.get("/api/questions/top-liked?limit=0").await.0,
         StatusCode::BAD_REQUEST
     );
-    // Likes do not re-index the question (no outbox row).
+    // A like changes the question's `like_count`, an attribute the search
+    // sorts by (추천순): one outbox row, and the hit follows.
     let before = chaja_store::outbox::max_seq(app.db()).await.unwrap();
     like(q1, users[2]).await;
     assert_eq!(
         chaja_store::outbox::max_seq(app.db()).await.unwrap(),
-        before
+        before + 1
     );
+    app.wait_indexed().await;
+    let body = app.search("본문", "&sort=attr.like_count.desc").await;
+    let liked: Vec<(i64, i64)> = body["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["id"].as_i64().unwrap(),
+                h["attributes"]["like_count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    // Two likes each: ties newest first.
+    assert_eq!(liked, [(q2, 2), (q1, 2)], "{body}");
     app.finish().await;
 }
 

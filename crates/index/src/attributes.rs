@@ -27,7 +27,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tantivy::columnar::{Column, StrColumn};
+use tantivy::columnar::StrColumn;
 use tantivy::schema::OwnedValue;
 use tantivy::{DocId, SegmentReader, TantivyDocument};
 
@@ -193,37 +193,94 @@ impl Tally {
     }
 }
 
-/// segment, facet name → each document's term ordinal in that facet's
-/// column, `u16::MAX` for none: what counting a facet reads per match, one
-/// array read instead of a column lookup (a frequent keyword's facet then
-/// costs about what its total does). Built once per segment, for columns
-/// of fewer than 65,535 values; weighed by bytes.
-pub type FacetOrds = moka::sync::Cache<(tantivy::index::SegmentId, String), Arc<[u16]>>;
-
-/// The new cache of [`FacetOrds`], at most `bytes` large.
-pub(crate) fn facet_ords_cache(bytes: u64) -> FacetOrds {
-    moka::sync::Cache::builder()
-        .weigher(|_, ords: &Arc<[u16]>| u32::try_from(ords.len() * 2).unwrap_or(u32::MAX))
-        .max_capacity(bytes)
-        .time_to_idle(std::time::Duration::from_secs(600))
-        .build()
+/// Each segment's attribute columns as plain arrays, one value per
+/// document, built the first time a request reads them:
+/// - facet ordinals (`u16::MAX` for none), for columns of fewer than
+///   65,535 values;
+/// - numbers (`NaN` for none).
+///
+/// A column lookup per match (an optional column ranks the document
+/// first) cost a frequent keyword's facet about twice its plain count; an
+/// array read is what counting by source already does (`doc_sources`).
+/// Segments never change, so an array is kept until its segment is merged
+/// away and idles out; each cache is weighed by bytes.
+pub struct AttrArrays {
+    ords: moka::sync::Cache<(tantivy::index::SegmentId, String), Arc<[u16]>>,
+    numbers: moka::sync::Cache<(tantivy::index::SegmentId, String), Arc<[f64]>>,
 }
 
-/// Each document's ordinal in `column`, read in blocks.
-fn dense_ords(column: &StrColumn, max_doc: DocId) -> Arc<[u16]> {
-    let ords = column.ords();
+impl AttrArrays {
+    /// Caches of at most `bytes` each.
+    pub(crate) fn new(bytes: u64) -> AttrArrays {
+        AttrArrays {
+            ords: moka::sync::Cache::builder()
+                .weigher(|_, a: &Arc<[u16]>| u32::try_from(a.len() * 2).unwrap_or(u32::MAX))
+                .max_capacity(bytes)
+                .time_to_idle(std::time::Duration::from_secs(600))
+                .build(),
+            numbers: moka::sync::Cache::builder()
+                .weigher(|_, a: &Arc<[f64]>| u32::try_from(a.len() * 8).unwrap_or(u32::MAX))
+                .max_capacity(bytes)
+                .time_to_idle(std::time::Duration::from_secs(600))
+                .build(),
+        }
+    }
+
+    /// `name`'s numbers in `segment`; `None` when no document there has one.
+    fn numbers(&self, segment: &SegmentReader, name: &str) -> tantivy::Result<Option<Arc<[f64]>>> {
+        let Some(column) = segment
+            .fast_fields()
+            .column_opt::<f64>(&format!("{NUMBERS}.{name}"))?
+        else {
+            return Ok(None);
+        };
+        let max_doc = segment.max_doc();
+        let array = self
+            .numbers
+            .get_with((segment.segment_id(), name.to_owned()), || {
+                blocks(
+                    max_doc,
+                    |docs, values| column.first_vals(docs, values),
+                    f64::NAN,
+                    |v| v,
+                )
+            });
+        Ok(Some(array))
+    }
+}
+
+/// Reads a column for every document of a segment in blocks of 4,096:
+/// `read` fills the values of a block's documents, `missing` stands for a
+/// document without one.
+fn blocks<T: Copy, U: Copy>(
+    max_doc: DocId,
+    read: impl Fn(&[DocId], &mut [Option<T>]),
+    missing: U,
+    convert: impl Fn(T) -> U,
+) -> Arc<[U]> {
     let mut out = Vec::with_capacity(max_doc as usize);
     let mut docs = Vec::with_capacity(4096);
-    let mut values = vec![None; 4096];
+    let mut values: Vec<Option<T>> = vec![None; 4096];
     for start in (0..max_doc).step_by(4096) {
         docs.clear();
         docs.extend(start..max_doc.min(start + 4096));
         let values = &mut values[..docs.len()];
         values.fill(None);
-        ords.first_vals(&docs, values);
-        out.extend(values.iter().map(|v| v.map_or(u16::MAX, |o| o as u16)));
+        read(&docs, values);
+        out.extend(values.iter().map(|v| v.map_or(missing, &convert)));
     }
     Arc::from(out)
+}
+
+/// Each document's ordinal in `column`.
+fn dense_ords(column: &StrColumn, max_doc: DocId) -> Arc<[u16]> {
+    let ords = column.ords();
+    blocks(
+        max_doc,
+        |docs, values| ords.first_vals(docs, values),
+        u16::MAX,
+        |o| o as u16,
+    )
 }
 
 /// One facet's column in a segment, its dense ordinals when the column is
@@ -239,8 +296,8 @@ struct FacetColumn {
 pub(crate) struct SegmentAttrs {
     /// Each range with its column; `None` when the segment has no number
     /// under that name, so nothing in it matches.
-    ranges: Vec<(Option<Column<f64>>, NumberRange)>,
-    order: Option<(Option<Column<f64>>, AttrOrder)>,
+    ranges: Vec<(Option<Arc<[f64]>>, NumberRange)>,
+    order: Option<(Option<Arc<[f64]>>, AttrOrder)>,
     facets: Vec<Option<FacetColumn>>,
 }
 
@@ -250,10 +307,10 @@ impl SegmentAttrs {
         ranges: &[NumberRange],
         order: Option<&AttrOrder>,
         facets: &[String],
-        facet_ords: &FacetOrds,
+        arrays: &AttrArrays,
     ) -> tantivy::Result<SegmentAttrs> {
         let fast = segment.fast_fields();
-        let number = |name: &str| fast.column_opt::<f64>(&format!("{NUMBERS}.{name}"));
+        let number = |name: &str| arrays.numbers(segment, name);
         let ranges = ranges
             .iter()
             .map(|r| Ok((number(&r.name)?, r.clone())))
@@ -271,14 +328,11 @@ impl SegmentAttrs {
                 let terms = column.num_terms();
                 let dense = match terms < usize::from(u16::MAX) {
                     true => Some(
-                        facet_ords
-                            .try_get_with((segment.segment_id(), name.clone()), || {
-                                Ok::<_, tantivy::TantivyError>(dense_ords(
-                                    &column,
-                                    segment.max_doc(),
-                                ))
-                            })
-                            .map_err(|e| (*e).clone())?,
+                        arrays
+                            .ords
+                            .get_with((segment.segment_id(), name.clone()), || {
+                                dense_ords(&column, segment.max_doc())
+                            }),
                     ),
                     false => None,
                 };
@@ -308,18 +362,23 @@ impl SegmentAttrs {
 
     /// Whether `doc` is within every range.
     pub(crate) fn accepts(&self, doc: DocId) -> bool {
-        self.ranges.iter().all(|(column, range)| {
-            column
-                .as_ref()
-                .and_then(|c| c.first(doc))
-                .is_some_and(|v| range.contains(v))
+        self.ranges.iter().all(|(numbers, range)| {
+            numbers.as_ref().is_some_and(|n| {
+                let v = n[doc as usize];
+                !v.is_nan() && range.contains(v)
+            })
         })
     }
 
     /// The first part of `doc`'s rank under an attribute order.
     pub(crate) fn rank_part(&self, doc: DocId) -> i64 {
         match &self.order {
-            Some((column, order)) => order.rank_part(column.as_ref().and_then(|c| c.first(doc))),
+            Some((numbers, order)) => order.rank_part(
+                numbers
+                    .as_ref()
+                    .map(|n| n[doc as usize])
+                    .filter(|v| !v.is_nan()),
+            ),
             None => 0,
         }
     }

@@ -11,7 +11,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 
 use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 
-use crate::attributes::{facet_ords_cache, AttrLayout, FacetOrds, SegmentFacetValues};
+use crate::attributes::{AttrArrays, AttrLayout, SegmentFacetValues};
 use crate::checkpoint::{read_checkpoint, Checkpoint};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::GramTokenizer;
@@ -61,8 +61,9 @@ pub struct Generation {
     pub totals: SegmentTotals,
     /// Facet counts of queries per segment, alike (see `search`).
     pub facets: SegmentFacets,
-    /// Each segment's facet ordinals by document (see `attributes`).
-    pub facet_ords: FacetOrds,
+    /// Each segment's facet ordinals and numbers by document (see
+    /// `attributes`).
+    pub attr_arrays: AttrArrays,
     /// Matches searches have visited in this generation: the work counter
     /// that shows a stopped search stopped.
     pub scanned: std::sync::atomic::AtomicU64,
@@ -178,7 +179,7 @@ impl Generation {
                 })
                 .max_capacity(1_000_000)
                 .build(),
-            facet_ords: facet_ords_cache(1 << 30),
+            attr_arrays: AttrArrays::new(512 << 20),
             scanned: Default::default(),
             doc_sources: moka::sync::Cache::builder()
                 .weigher(|_, sources: &Arc<[u8]>| u32::try_from(sources.len()).unwrap_or(u32::MAX))

@@ -25,8 +25,12 @@ use crate::{Result, SearchError};
 ///   newest first follows the index order and stops at the page, so
 ///   `oldest` and `relevance` rank every match.
 ///
-/// - ranges on attributes and facets: each is read from a column for
-///   every match.
+/// - ranges on attributes: like a time filter, each pair of bounds has its
+///   own totals.
+///
+/// Facets are not heavy by themselves: they are counted in the pass that
+/// counts the total and kept per segment alike, so a faceted query costs
+/// about what the same query without facets does (BENCHMARKS.md).
 ///
 /// A newest-first page, first or by cursor, costs its own size once its
 /// totals are known (they are counted once per segment and kept): it is
@@ -37,7 +41,6 @@ pub fn is_heavy(request: &Request) -> bool {
         || request.offset > 0
         || request.sort != Sort::Recent
         || !request.filter.ranges.is_empty()
-        || !request.facets.is_empty()
 }
 
 /// The lane heavy searches take turns in, with a bounded queue: past

@@ -197,7 +197,7 @@ fn search_within(
                 budget,
                 scanned: &generation.scanned,
                 doc_sources: &generation.doc_sources,
-                facet_ords: &generation.facet_ords,
+                attr_arrays: &generation.attr_arrays,
             };
             scan::scan(
                 &*weight,

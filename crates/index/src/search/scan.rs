@@ -71,7 +71,7 @@ pub(super) struct Work<'a> {
     pub(super) budget: &'a Budget,
     pub(super) scanned: &'a std::sync::atomic::AtomicU64,
     pub(super) doc_sources: &'a DocSources,
-    pub(super) facet_ords: &'a crate::attributes::FacetOrds,
+    pub(super) attr_arrays: &'a crate::attributes::AttrArrays,
 }
 
 /// The source position of every document of `segment`, one byte each:
@@ -122,7 +122,7 @@ pub(super) fn scan(
         budget,
         scanned: scanned_counter,
         doc_sources: doc_sources_cache,
-        facet_ords,
+        attr_arrays,
     } = work;
     budget.check()?;
     let now = request.now;
@@ -138,7 +138,7 @@ pub(super) fn scan(
         _ => None,
     };
     let facets: &[String] = if count_facets { &request.facets } else { &[] };
-    let mut attrs = SegmentAttrs::open(segment, &filter.ranges, order, facets, facet_ords)?;
+    let mut attrs = SegmentAttrs::open(segment, &filter.ranges, order, facets, attr_arrays)?;
     // Only newest-first follows the segment order.
     let can_stop = request.sort == Sort::Recent;
 
