@@ -253,24 +253,12 @@ impl Sources {
     /// Every facet some source declares, in config order, once each: what
     /// the search page offers as chips.
     pub fn facet_names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = Vec::new();
-        for name in self.list.iter().flat_map(|s| &s.facets) {
-            if !names.contains(&name.as_str()) {
-                names.push(name);
-            }
-        }
-        names
+        once_each(self.list.iter().flat_map(|s| &s.facets))
     }
 
     /// Every sortable attribute, in config order, once each.
     pub fn sortable_names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = Vec::new();
-        for name in self.list.iter().flat_map(|s| &s.sortable) {
-            if !names.contains(&name.as_str()) {
-                names.push(name);
-            }
-        }
-        names
+        once_each(self.list.iter().flat_map(|s| &s.sortable))
     }
 
     /// What an index built for these sources records, one line per source:
@@ -308,6 +296,17 @@ impl Sources {
             .collect();
         blake3::hash(text.join("\n").as_bytes()).to_hex()[..16].to_owned()
     }
+}
+
+/// The names in order, each at its first place only.
+fn once_each<'a>(names: impl Iterator<Item = &'a String>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for name in names {
+        if !out.contains(&name.as_str()) {
+            out.push(name);
+        }
+    }
+    out
 }
 
 /// Longest source name: `chaja_<name>_update` fits MySQL's 64.

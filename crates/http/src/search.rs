@@ -255,7 +255,7 @@ pub struct SearchResponse {
     /// Present when `facets` asked for some: each facet's counts over
     /// every match, after every filter, by name.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub facets: Option<std::collections::BTreeMap<String, FacetBody>>,
+    pub facets: Option<std::collections::BTreeMap<String, FacetBody<'static>>>,
     /// Continues after the last hit; null when this page was the last.
     pub next_cursor: Option<String>,
     pub took_ms: f64,
@@ -614,64 +614,45 @@ fn facet_names(list: Option<&str>, sources: &Sources) -> Result<Vec<String>> {
 /// A facet's counts in the answer: `{"values": {"<value>": count, …},
 /// "distinct": n}`, values the most frequent first.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct FacetBody {
+pub struct FacetBody<'a> {
     /// Value → matching rows, for the top `facet_size` values by count
     /// (ties by value); values as the database shows them.
     #[schema(value_type = Object)]
-    pub values: FacetValues,
+    pub values: InOrder<&'a str, u64>,
     /// How many distinct values the matched rows hold.
     pub distinct: u64,
 }
 
-/// Written as a JSON object in count order (a map would sort by value).
+/// Pairs written as a JSON object in their order (a map would sort them).
 #[derive(Debug)]
-pub struct FacetValues(pub Vec<(String, u64)>);
+pub struct InOrder<K, V>(pub Vec<(K, V)>);
 
-impl Serialize for FacetValues {
+impl<K: Serialize, V: Serialize> Serialize for InOrder<K, V> {
     fn serialize<S: serde::Serializer>(
         &self,
         serializer: S,
     ) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (value, count) in &self.0 {
-            map.serialize_entry(value, count)?;
-        }
-        map.end()
+        serializer.collect_map(self.0.iter().map(|(k, v)| (k, v)))
     }
 }
 
-/// The answer's `facets`, by name in the order asked.
-fn facets_body(facets: &[FacetCounts]) -> Vec<(&str, FacetBody)> {
-    facets
-        .iter()
-        .map(|f| {
-            (
-                f.name.as_str(),
-                FacetBody {
-                    values: FacetValues(f.values.clone()),
-                    distinct: f.distinct,
-                },
-            )
-        })
-        .collect()
-}
-
-/// The facets as a JSON object in the order asked.
-struct FacetsObject<'a>(Vec<(&'a str, FacetBody)>);
-
-impl Serialize for FacetsObject<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (name, body) in &self.0 {
-            map.serialize_entry(name, body)?;
-        }
-        map.end()
-    }
+/// The answer's `facets`: by name in the order asked.
+fn facets_body(facets: &[FacetCounts]) -> InOrder<&str, FacetBody<'_>> {
+    InOrder(
+        facets
+            .iter()
+            .map(|f| {
+                let values = f.values.iter().map(|(v, n)| (v.as_str(), *n)).collect();
+                (
+                    f.name.as_str(),
+                    FacetBody {
+                        values: InOrder(values),
+                        distinct: f.distinct,
+                    },
+                )
+            })
+            .collect(),
+    )
 }
 
 #[utoipa::path(get, path = "/api/search", tag = "search", params(SearchParams), responses((status = 200, description = "exactly the rows LIKE would return, with an exact total; never touches the database", body = SearchResponse), (status = 400, description = "bad query, size, page, depth, cursor, sort, type, time, range or facet", body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, description = "timeout or overload", body = ErrorBody)))]
@@ -725,7 +706,7 @@ async fn search_handler(
         #[serde(skip_serializing_if = "Option::is_none")]
         did_you_mean: Option<&'a [Alternative]>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        facets: Option<FacetsObject<'a>>,
+        facets: Option<InOrder<&'a str, FacetBody<'a>>>,
         next_cursor: &'a Option<String>,
         took_ms: f64,
         cache: CacheStatus,
@@ -745,7 +726,7 @@ async fn search_handler(
             .as_deref()
             .map(Vec::as_slice)
             .filter(|a| !a.is_empty()),
-        facets: (!request.facets.is_empty()).then(|| FacetsObject(facets_body(&answer.facets))),
+        facets: (!request.facets.is_empty()).then(|| facets_body(&answer.facets)),
         next_cursor: &served.next_cursor,
         took_ms: ms(took),
         cache: served.cache,
