@@ -181,6 +181,8 @@ async fn main() {
         &|| true,
     )
     .expect("warm the index");
+    // And build the per-segment arrays, as the server does before ready.
+    generation.prime().expect("build the per-segment arrays");
     let mut sampler = Sampler::new(texts.clone());
     let mut rng = rand::rng();
     let wanted = per_variant * VARIANTS.len();

@@ -124,7 +124,8 @@ impl App {
         let warm_guard = stop_warming.clone().drop_guard();
         {
             let done = WarmingDone(mirror.progress.clone());
-            let dir = index.live().path.clone();
+            let live = index.live();
+            let dir = live.path.clone();
             let stop = stop_warming.clone();
             tokio::task::spawn_blocking(move || {
                 let _done = done;
@@ -140,6 +141,18 @@ impl App {
                     ),
                     Err(e) => {
                         tracing::warn!(error = %e, "reading the index into the page cache failed; serving it cold")
+                    }
+                }
+                // The per-document arrays the scan reads, built before
+                // ready so that no first query builds them.
+                let started = std::time::Instant::now();
+                match live.prime() {
+                    Ok(()) => tracing::info!(
+                        ms = started.elapsed().as_millis() as u64,
+                        "per-segment arrays built"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "building the per-segment arrays failed; queries build them")
                     }
                 }
             });

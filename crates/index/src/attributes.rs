@@ -24,10 +24,11 @@
 //! missing (the loader logs it with the row's key): it matches no range
 //! and sorts last, as `NULL` does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tantivy::columnar::StrColumn;
+use tantivy::index::SegmentId;
 use tantivy::schema::OwnedValue;
 use tantivy::{DocId, SegmentReader, TantivyDocument};
 
@@ -61,6 +62,16 @@ impl AttrLayout {
 
     fn facets(&self, source: SourceId) -> &[String] {
         self.facets.get(source.index()).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every name some source declares numeric, once.
+    fn all_numeric(&self) -> std::collections::BTreeSet<&str> {
+        self.numeric.iter().flatten().map(String::as_str).collect()
+    }
+
+    /// Every name some source declares a facet, once.
+    fn all_facets(&self) -> std::collections::BTreeSet<&str> {
+        self.facets.iter().flatten().map(String::as_str).collect()
     }
 
     /// Adds the row's declared numbers and facet values to its document.
@@ -150,63 +161,24 @@ pub struct FacetCounts {
 /// request order: what the per-segment facet cache keeps.
 pub type SegmentFacetValues = Vec<Vec<(String, u64)>>;
 
-/// Counts by value of one facet in one segment, keyed by the segment's
-/// term ordinals; dense while the column has few values (what facets are
-/// for), a map beyond.
-enum Tally {
-    Dense(Vec<u64>),
-    Sparse(HashMap<u64, u64>),
-}
-
-const DENSE_MAX_TERMS: usize = 4096;
-
-impl Tally {
-    fn for_terms(terms: usize) -> Tally {
-        if terms <= DENSE_MAX_TERMS {
-            Tally::Dense(vec![0; terms])
-        } else {
-            Tally::Sparse(HashMap::new())
-        }
-    }
-
-    fn add(&mut self, ord: u64) {
-        match self {
-            Tally::Dense(counts) => {
-                if let Some(c) = counts.get_mut(ord as usize) {
-                    *c += 1;
-                }
-            }
-            Tally::Sparse(counts) => *counts.entry(ord).or_default() += 1,
-        }
-    }
-
-    fn nonzero(&self) -> Vec<(u64, u64)> {
-        match self {
-            Tally::Dense(counts) => counts
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| **c > 0)
-                .map(|(ord, c)| (ord as u64, *c))
-                .collect(),
-            Tally::Sparse(counts) => counts.iter().map(|(o, c)| (*o, *c)).collect(),
-        }
-    }
-}
-
 /// Each segment's attribute columns as plain arrays, one value per
-/// document, built the first time a request reads them:
-/// - facet ordinals (`u16::MAX` for none), for columns of fewer than
-///   65,535 values;
+/// document:
+/// - facet ordinals, for columns of fewer than 65,535 values, with the
+///   column's number of values standing for none (so that the counts
+///   array has a slot for it and the count is one indexed add);
 /// - numbers (`NaN` for none).
 ///
 /// A column lookup per match (an optional column ranks the document
 /// first) cost a frequent keyword's facet about twice its plain count; an
 /// array read is what counting by source already does (`doc_sources`).
-/// Segments never change, so an array is kept until its segment is merged
-/// away and idles out; each cache is weighed by bytes.
+/// Segments never change, so an array is built once per segment: when the
+/// reader first sees the segment (see `Generation::reload`), so that no
+/// query pays for it, or by the first query that needs it before that. An
+/// array is dropped when its segment is merged away; each cache is
+/// weighed by bytes.
 pub struct AttrArrays {
-    ords: moka::sync::Cache<(tantivy::index::SegmentId, String), Arc<[u16]>>,
-    numbers: moka::sync::Cache<(tantivy::index::SegmentId, String), Arc<[f64]>>,
+    ords: moka::sync::Cache<(SegmentId, String), Arc<[u16]>>,
+    numbers: moka::sync::Cache<(SegmentId, String), Arc<[f64]>>,
 }
 
 impl AttrArrays {
@@ -216,14 +188,83 @@ impl AttrArrays {
             ords: moka::sync::Cache::builder()
                 .weigher(|_, a: &Arc<[u16]>| u32::try_from(a.len() * 2).unwrap_or(u32::MAX))
                 .max_capacity(bytes)
-                .time_to_idle(std::time::Duration::from_secs(600))
                 .build(),
             numbers: moka::sync::Cache::builder()
                 .weigher(|_, a: &Arc<[f64]>| u32::try_from(a.len() * 8).unwrap_or(u32::MAX))
                 .max_capacity(bytes)
-                .time_to_idle(std::time::Duration::from_secs(600))
                 .build(),
         }
+    }
+
+    /// Builds `segment`'s arrays of every attribute `layout` declares
+    /// numeric or a facet, unless they exist. Blocking: a pass over each
+    /// column.
+    pub(crate) fn prime(
+        &self,
+        segment: &SegmentReader,
+        layout: &AttrLayout,
+    ) -> tantivy::Result<()> {
+        for name in layout.all_numeric() {
+            self.numbers(segment, name)?;
+        }
+        for name in layout.all_facets() {
+            self.facet(segment, name)?;
+        }
+        Ok(())
+    }
+
+    /// Drops the arrays of segments not in `live`: merged away.
+    pub(crate) fn retain(&self, live: &HashSet<SegmentId>) {
+        for (key, _) in self.ords.iter() {
+            if !live.contains(&key.0) {
+                self.ords.invalidate(&*key);
+            }
+        }
+        for (key, _) in self.numbers.iter() {
+            if !live.contains(&key.0) {
+                self.numbers.invalidate(&*key);
+            }
+        }
+    }
+
+    /// How many (ordinal, number) arrays are kept.
+    #[cfg(test)]
+    pub(crate) fn segments(&self) -> (usize, usize) {
+        (self.ords.iter().count(), self.numbers.iter().count())
+    }
+
+    /// `name`'s column in `segment`, ready to count: by its ordinals by
+    /// document when it has fewer than 65,535 values; `None` when no
+    /// document there has a value.
+    fn facet(&self, segment: &SegmentReader, name: &str) -> tantivy::Result<Option<FacetColumn>> {
+        let Some(column) = segment.fast_fields().str(&format!("{FACETS}.{name}"))? else {
+            return Ok(None);
+        };
+        let terms = match u16::try_from(column.num_terms()) {
+            Ok(terms) if terms < u16::MAX => terms,
+            _ => {
+                return Ok(Some(FacetColumn::Sparse {
+                    column,
+                    counts: HashMap::new(),
+                }))
+            }
+        };
+        let column_ords = column.ords();
+        let ords = self
+            .ords
+            .get_with((segment.segment_id(), name.to_owned()), || {
+                blocks(
+                    segment.max_doc(),
+                    |docs, values| column_ords.first_vals(docs, values),
+                    terms,
+                    |o| o as u16,
+                )
+            });
+        Ok(Some(FacetColumn::Dense {
+            counts: vec![0; usize::from(terms) + 1],
+            column,
+            ords,
+        }))
     }
 
     /// `name`'s numbers in `segment`; `None` when no document there has one.
@@ -272,23 +313,20 @@ fn blocks<T: Copy, U: Copy>(
     Arc::from(out)
 }
 
-/// Each document's ordinal in `column`.
-fn dense_ords(column: &StrColumn, max_doc: DocId) -> Arc<[u16]> {
-    let ords = column.ords();
-    blocks(
-        max_doc,
-        |docs, values| ords.first_vals(docs, values),
-        u16::MAX,
-        |o| o as u16,
-    )
-}
-
-/// One facet's column in a segment, its dense ordinals when the column is
-/// small enough, and the counts so far.
-struct FacetColumn {
-    column: StrColumn,
-    dense: Option<Arc<[u16]>>,
-    tally: Tally,
+/// One facet's column in a segment and the counts so far: by the dense
+/// ordinals into an array of the column's size (the common case: facets
+/// have few values), or by a lookup per match into a map beyond.
+enum FacetColumn {
+    Dense {
+        column: StrColumn,
+        ords: Arc<[u16]>,
+        /// By ordinal, and one slot more for the documents without one.
+        counts: Vec<u64>,
+    },
+    Sparse {
+        column: StrColumn,
+        counts: HashMap<u64, u64>,
+    },
 }
 
 /// One segment's columns for a request: what its ranges, its order and its
@@ -309,7 +347,6 @@ impl SegmentAttrs {
         facets: &[String],
         arrays: &AttrArrays,
     ) -> tantivy::Result<SegmentAttrs> {
-        let fast = segment.fast_fields();
         let number = |name: &str| arrays.numbers(segment, name);
         let ranges = ranges
             .iter()
@@ -321,27 +358,7 @@ impl SegmentAttrs {
         };
         let facets = facets
             .iter()
-            .map(|name| {
-                let Some(column) = fast.str(&format!("{FACETS}.{name}"))? else {
-                    return Ok(None);
-                };
-                let terms = column.num_terms();
-                let dense = match terms < usize::from(u16::MAX) {
-                    true => Some(
-                        arrays
-                            .ords
-                            .get_with((segment.segment_id(), name.clone()), || {
-                                dense_ords(&column, segment.max_doc())
-                            }),
-                    ),
-                    false => None,
-                };
-                Ok(Some(FacetColumn {
-                    column,
-                    dense,
-                    tally: Tally::for_terms(terms),
-                }))
-            })
+            .map(|name| arrays.facet(segment, name))
             .collect::<tantivy::Result<_>>()?;
         Ok(SegmentAttrs {
             ranges,
@@ -384,18 +401,17 @@ impl SegmentAttrs {
     }
 
     /// Counts `doc`, a match that passed every filter, in each facet.
+    #[inline]
     pub(crate) fn count(&mut self, doc: DocId) {
         for facet in self.facets.iter_mut().flatten() {
-            match &facet.dense {
-                Some(ords) => {
-                    let ord = ords[doc as usize];
-                    if ord != u16::MAX {
-                        facet.tally.add(u64::from(ord));
-                    }
+            match facet {
+                // An ordinal is at most the column's number of values.
+                FacetColumn::Dense { ords, counts, .. } => {
+                    counts[usize::from(ords[doc as usize])] += 1
                 }
-                None => {
-                    if let Some(ord) = facet.column.ords().first(doc) {
-                        facet.tally.add(ord);
+                FacetColumn::Sparse { column, counts } => {
+                    if let Some(ord) = column.ords().first(doc) {
+                        *counts.entry(ord).or_default() += 1;
                     }
                 }
             }
@@ -407,11 +423,24 @@ impl SegmentAttrs {
         self.facets
             .iter()
             .map(|facet| {
-                let Some(FacetColumn { column, tally, .. }) = facet else {
-                    return Ok(Vec::new());
+                let (column, counted): (_, Vec<(u64, u64)>) = match facet {
+                    None => return Ok(Vec::new()),
+                    Some(FacetColumn::Dense { column, counts, .. }) => (
+                        column,
+                        // The last slot is the documents without a value.
+                        counts[..counts.len() - 1]
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| **c > 0)
+                            .map(|(ord, c)| (ord as u64, *c))
+                            .collect(),
+                    ),
+                    Some(FacetColumn::Sparse { column, counts }) => {
+                        (column, counts.iter().map(|(o, c)| (*o, *c)).collect())
+                    }
                 };
-                let mut out = Vec::new();
-                for (ord, count) in tally.nonzero() {
+                let mut out = Vec::with_capacity(counted.len());
+                for (ord, count) in counted {
                     let mut text = String::new();
                     if column.ord_to_str(ord, &mut text)? {
                         out.push((text, count));

@@ -73,8 +73,8 @@ pub struct Generation {
 }
 
 /// segment → the source position of each of its documents. A segment's
-/// documents never change, so this is read from `tag` once per segment;
-/// entries of segments merged away expire unused.
+/// documents never change, so this is read from `tag` once per segment
+/// (see `Generation::prime`), and dropped when the segment is merged away.
 pub type DocSources = moka::sync::Cache<tantivy::index::SegmentId, Arc<[u8]>>;
 
 /// (segment, its deleted-document count, query) → matching documents by
@@ -184,9 +184,36 @@ impl Generation {
             doc_sources: moka::sync::Cache::builder()
                 .weigher(|_, sources: &Arc<[u8]>| u32::try_from(sources.len()).unwrap_or(u32::MAX))
                 .max_capacity(1 << 30)
-                .time_to_idle(std::time::Duration::from_secs(600))
                 .build(),
         })
+    }
+
+    /// Makes the last commit (and any merge published since) visible to
+    /// searches, then [`Generation::prime`]s the segments. Blocking.
+    pub fn reload(&self) -> Result<()> {
+        self.reader.reload()?;
+        self.prime()
+    }
+
+    /// Builds the per-document arrays the scan reads (sources, facet
+    /// ordinals, numbers) for each segment that has none yet, and drops
+    /// those of segments merged away. Blocking: one pass over each new
+    /// segment's columns, so that no query pays for it.
+    pub fn prime(&self) -> Result<()> {
+        let searcher = self.reader.searcher();
+        let mut live = std::collections::HashSet::new();
+        for segment in searcher.segment_readers() {
+            live.insert(segment.segment_id());
+            search::doc_sources(&self.doc_sources, segment)?;
+            self.attr_arrays.prime(segment, &self.layout)?;
+        }
+        for (id, _) in self.doc_sources.iter() {
+            if !live.contains(&*id) {
+                self.doc_sources.invalidate(&*id);
+            }
+        }
+        self.attr_arrays.retain(&live);
+        Ok(())
     }
 
     /// The outbox position that the last commit of this generation applied.

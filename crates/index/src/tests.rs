@@ -325,3 +325,49 @@ fn no_two_documents_share_a_rank() {
         assert_eq!(walked, want, "{sort:?}");
     }
 }
+
+/// `reload` builds every segment's arrays before any query (so that no
+/// first query pays for them), and drops those of segments merged away.
+#[test]
+fn reload_builds_each_segments_arrays_and_drops_merged_ones() {
+    let config = chaja_core::sources::ConfigFile::parse(
+        "[[source]]\nname = \"question\"\ntable = \"questions\"\nid = \"id\"\ncreated_at = \"created_at\"\nfields = [\"title\", \"content\"]\nattributes = [\"rating\", \"likes\"]\nnumeric = [\"likes\"]\nfacets = [\"rating\"]",
+    )
+    .unwrap();
+    let sources = config.sources.as_ref().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let generation = create_generation(dir.path(), sources).unwrap();
+    let mut writer = generation.writer(32 << 20).unwrap();
+    for id in 0..6i64 {
+        let mut row = doc(id, id);
+        row.attributes = vec![
+            (
+                "rating".to_owned(),
+                chaja_core::model::AttrValue::Int(id % 3),
+            ),
+            ("likes".to_owned(), chaja_core::model::AttrValue::Int(id)),
+        ];
+        writer.upsert(&row).unwrap();
+        writer.commit(id).unwrap();
+    }
+    generation.reload().unwrap();
+    let segments: Vec<_> = generation
+        .reader
+        .searcher()
+        .segment_readers()
+        .iter()
+        .map(|s| s.segment_id())
+        .collect();
+    assert!(segments.len() > 1, "one commit per row: several segments");
+    assert_eq!(
+        generation.attr_arrays.segments(),
+        (segments.len(), segments.len())
+    );
+    assert_eq!(generation.doc_sources.iter().count(), segments.len());
+
+    writer.writer.merge(&segments).wait().unwrap();
+    generation.reload().unwrap();
+    assert_eq!(generation.reader.searcher().segment_readers().len(), 1);
+    assert_eq!(generation.attr_arrays.segments(), (1, 1));
+    assert_eq!(generation.doc_sources.iter().count(), 1);
+}

@@ -54,6 +54,7 @@ pub use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
 pub use budget::{Budget, ScanError, StopOnDrop};
 pub use query::build_query;
 pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort, DEFAULT_FACET_SIZE};
+pub(crate) use scan::doc_sources;
 
 use hit::load_hit;
 use request::totals_key;

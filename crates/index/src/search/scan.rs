@@ -7,6 +7,7 @@ use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use tantivy::columnar::Column;
 use tantivy::query::Weight;
 use tantivy::{DocAddress, DocId, DocSet, SegmentReader, TERMINATED};
 
@@ -77,10 +78,7 @@ pub(super) struct Work<'a> {
 /// The source position of every document of `segment`, one byte each:
 /// what counting by source reads per match, instead of a 64-bit `tag`
 /// (1 MB for a million documents, kept per segment).
-pub(super) fn doc_sources(
-    cache: &DocSources,
-    segment: &SegmentReader,
-) -> std::result::Result<Arc<[u8]>, ScanError> {
+pub(crate) fn doc_sources(cache: &DocSources, segment: &SegmentReader) -> Result<Arc<[u8]>> {
     cache
         .try_get_with(segment.segment_id(), || {
             let tag = segment.fast_fields().u64("tag")?;
@@ -98,7 +96,7 @@ pub(super) fn doc_sources(
             }
             Ok::<_, tantivy::TantivyError>(Arc::from(sources))
         })
-        .map_err(|e| ScanError::Index(IndexError::Tantivy((*e).clone())))
+        .map_err(|e| IndexError::Tantivy((*e).clone()))
 }
 
 /// Scans `range` of one segment: counts every match and keeps the best k.
@@ -141,6 +139,48 @@ pub(super) fn scan(
     let mut attrs = SegmentAttrs::open(segment, &filter.ranges, order, facets, attr_arrays)?;
     // Only newest-first follows the segment order.
     let can_stop = request.sort == Sort::Recent;
+    if order.is_some() && k > 0 {
+        let sources = doc_sources(doc_sources_cache, segment)?;
+        let mut ranked = Ranked {
+            sort: &request.sort,
+            top: BinaryHeap::with_capacity(k + 1),
+            k,
+            after: request.after,
+            counts: [0; MAX_SOURCES],
+        };
+        if scorer.doc() < range.start {
+            scorer.seek(range.start);
+        }
+        let columns = Columns { created, uid, tag };
+        let visited = by_attribute(
+            &mut *scorer,
+            range.end,
+            alive,
+            &sources,
+            filter.source,
+            &mut attrs,
+            &columns,
+            &mut ranked,
+            budget,
+        );
+        let visited = match visited {
+            Ok(visited) => visited,
+            Err(visited) => {
+                scanned_counter.fetch_add(visited, Ordering::Relaxed);
+                return Err(ScanError::Stopped);
+            }
+        };
+        scanned_counter.fetch_add(visited, Ordering::Relaxed);
+        return Ok(Partial {
+            counts: known_total.unwrap_or(ranked.counts),
+            facets: attrs.facet_values()?,
+            top: ranked
+                .top
+                .into_iter()
+                .map(|Reverse((r, doc))| (r, DocAddress::new(ord, doc)))
+                .collect(),
+        });
+    }
 
     let mut top: BinaryHeap<Reverse<(Rank, DocId)>> = BinaryHeap::with_capacity(k + 1);
     let mut counts: SourceCounts = [0; MAX_SOURCES];
@@ -275,6 +315,111 @@ pub(super) fn count_rest(
                     attrs.count(doc);
                 }
                 counts[usize::from(source)] += 1;
+            }
+        }
+        if n < filled {
+            break;
+        }
+        since_look += n as u32;
+        if since_look >= BUDGET_EVERY_MATCHES {
+            since_look = 0;
+            if budget.exhausted() {
+                return Err(scanned);
+            }
+        }
+    }
+    Ok(scanned)
+}
+
+/// The columns a hit's rank reads besides its attribute.
+struct Columns {
+    created: Column<i64>,
+    uid: Column<u64>,
+    tag: Column<u64>,
+}
+
+/// The top-k so far under an attribute order, and the counts.
+struct Ranked<'a> {
+    sort: &'a Sort,
+    top: BinaryHeap<Reverse<(Rank, DocId)>>,
+    k: usize,
+    after: Option<Rank>,
+    counts: SourceCounts,
+}
+
+/// `sort=attr.<name>`: every match from the scorer's document up to `end`
+/// is counted (by source, and in each facet) as [`count_rest`] counts, and
+/// ranked only when its number could still enter the top-k. An attribute
+/// order cannot stop early (the segment is sorted by time), so every match
+/// is visited; but a rank is `(number, created_at, uid, tag)`, and once
+/// the heap is full a match whose number is below the heap's least cannot
+/// enter it, nor can one whose number is above the cursor's (it was on an
+/// earlier page). Those cost one array read; only the others read the
+/// three columns of a full rank. The matches visited; `Err` when the
+/// budget ran out.
+#[allow(clippy::too_many_arguments)]
+fn by_attribute(
+    scorer: &mut dyn tantivy::query::Scorer,
+    end: DocId,
+    alive: Option<&tantivy::fastfield::AliveBitSet>,
+    sources: &[u8],
+    only_source: Option<SourceId>,
+    attrs: &mut SegmentAttrs,
+    columns: &Columns,
+    ranked: &mut Ranked<'_>,
+    budget: &Budget,
+) -> std::result::Result<u64, u64> {
+    let mut docs = [0 as DocId; tantivy::COLLECT_BLOCK_BUFFER_LEN];
+    let only = only_source.map(|s| s.index() as u8);
+    let mut scanned = 0u64;
+    let mut since_look = 0u32;
+    // The heap's least number once it is full: below it nothing enters.
+    let mut floor = i64::MIN;
+    let ceiling = ranked.after.map_or(i64::MAX, |after| after.0);
+    while scorer.doc() < end {
+        let filled = scorer.fill_buffer(&mut docs);
+        let n = docs[..filled].partition_point(|&d| d < end);
+        scanned += n as u64;
+        for &doc in &docs[..n] {
+            if alive.is_some_and(|a| a.is_deleted(doc)) {
+                continue;
+            }
+            let source = sources[doc as usize];
+            if only.is_some_and(|s| s != source) || !attrs.accepts(doc) {
+                continue;
+            }
+            attrs.count(doc);
+            ranked.counts[usize::from(source)] += 1;
+            let first = attrs.rank_part(doc);
+            if first > ceiling || (ranked.top.len() == ranked.k && first < floor) {
+                continue;
+            }
+            let r = rank(
+                ranked.sort,
+                columns.created.first(doc).unwrap_or_default(),
+                columns.uid.first(doc).unwrap_or_default(),
+                columns.tag.first(doc).unwrap_or_default(),
+                0.0,
+                first,
+            );
+            if ranked.after.is_some_and(|after| r >= after) {
+                continue;
+            }
+            if ranked.top.len() < ranked.k {
+                ranked.top.push(Reverse((r, doc)));
+            } else if ranked
+                .top
+                .peek()
+                .is_some_and(|Reverse(min)| (r, doc) > *min)
+            {
+                ranked.top.pop();
+                ranked.top.push(Reverse((r, doc)));
+            }
+            if ranked.top.len() == ranked.k {
+                floor = ranked
+                    .top
+                    .peek()
+                    .map_or(i64::MIN, |Reverse((min, _))| min.0);
             }
         }
         if n < filled {

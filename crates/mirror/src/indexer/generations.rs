@@ -15,7 +15,13 @@ use crate::Result;
 impl Indexer {
     pub(super) async fn open_candidate(&self, id: u64) -> Result<Tail> {
         let index = self.index.clone();
-        let generation = tokio::task::spawn_blocking(move || index.open_generation(id)).await??;
+        let generation = tokio::task::spawn_blocking(move || {
+            let generation = index.open_generation(id)?;
+            // Its arrays, before it is swapped in (see `Generation::prime`).
+            generation.prime()?;
+            Ok::<_, chaja_index::IndexError>(generation)
+        })
+        .await??;
         self.open_tail(Arc::new(generation)).await
     }
 

@@ -18,7 +18,7 @@ impl Indexer {
     pub(super) async fn duplicates(&self, live: &Tail) -> Result<Vec<(SourceId, String)>> {
         let generation = live.generation.clone();
         let scan = move || {
-            generation.reader.reload()?;
+            generation.reload()?;
             generation.duplicate_keys()
         };
         match tokio::task::spawn_blocking(scan).await? {

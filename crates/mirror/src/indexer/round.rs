@@ -354,7 +354,9 @@ pub(super) fn apply(
         changed += 1;
     }
     writer.commit_checkpoint(checkpoint)?;
-    generation.reader.reload()?;
+    // Also builds the new segments' arrays (see `Generation::prime`):
+    // the next query need not.
+    generation.reload()?;
     metrics::histogram!("index_commit_seconds").record(started.elapsed().as_secs_f64());
     metrics::counter!("index_changes_applied_total").increment(changed as u64);
     Ok(changed)
