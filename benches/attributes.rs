@@ -18,7 +18,8 @@
 //! `CHAJA_BENCH_DATABASE_URL=mysql://root@127.0.0.1:3306/chaja_bench100k \
 //!  CHAJA_BENCH_INDEX=/path/to/index CHAJA_KO_DIC=data/ko-dic \
 //!  cargo bench --bench attributes`
-//! (`CHAJA_BENCH_QUERIES`: queries per variant, default 200.)
+//! (`CHAJA_BENCH_QUERIES`: queries per variant, default 200;
+//! `CHAJA_BENCH_SHOW_SLOW=1` prints each query over 10 ms.)
 
 use std::time::{Duration, Instant};
 
@@ -133,8 +134,17 @@ fn run(generation: &Generation, group: &str, queries: &[String]) {
         }
         let started = Instant::now();
         let response = search(generation, &request).expect("search");
-        times[v].push(started.elapsed());
+        let took = started.elapsed();
+        times[v].push(took);
         shares[v] += response.total as f64 / docs;
+        if std::env::var_os("CHAJA_BENCH_SHOW_SLOW").is_some() && took > Duration::from_millis(10) {
+            eprintln!(
+                "slow: {:.1} ms {} {q:?} total {}",
+                ms(took),
+                VARIANTS[v].name(),
+                response.total
+            );
+        }
     }
     for (v, variant) in VARIANTS.iter().enumerate() {
         let n = times[v].len().max(1) as f64;
