@@ -215,16 +215,8 @@ impl AttrArrays {
 
     /// Drops the arrays of segments not in `live`: merged away.
     pub(crate) fn retain(&self, live: &HashSet<SegmentId>) {
-        for (key, _) in self.ords.iter() {
-            if !live.contains(&key.0) {
-                self.ords.invalidate(&*key);
-            }
-        }
-        for (key, _) in self.numbers.iter() {
-            if !live.contains(&key.0) {
-                self.numbers.invalidate(&*key);
-            }
-        }
+        drop_merged(&self.ords, live, |key| key.0);
+        drop_merged(&self.numbers, live, |key| key.0);
     }
 
     /// How many (ordinal, number) arrays are kept.
@@ -287,6 +279,23 @@ impl AttrArrays {
                 )
             });
         Ok(Some(array))
+    }
+}
+
+/// Drops the entries of `cache` whose segment (`segment_of` its key) is
+/// not in `live`: merged away.
+pub(crate) fn drop_merged<K, V>(
+    cache: &moka::sync::Cache<K, V>,
+    live: &HashSet<SegmentId>,
+    segment_of: impl Fn(&K) -> SegmentId,
+) where
+    K: std::hash::Hash + Eq + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    for (key, _) in cache.iter() {
+        if !live.contains(&segment_of(&key)) {
+            cache.invalidate(&*key);
+        }
     }
 }
 

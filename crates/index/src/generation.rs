@@ -189,10 +189,15 @@ impl Generation {
     }
 
     /// Makes the last commit (and any merge published since) visible to
-    /// searches, then [`Generation::prime`]s the segments. Blocking.
+    /// searches, then [`Generation::prime`]s the segments. Blocking. Arrays
+    /// that cannot be built are logged, not an error: the commit is made
+    /// and visible, and a query builds what it needs.
     pub fn reload(&self) -> Result<()> {
         self.reader.reload()?;
-        self.prime()
+        if let Err(e) = self.prime() {
+            tracing::warn!(error = %e, generation = self.id, "building the per-segment arrays failed; queries build them");
+        }
+        Ok(())
     }
 
     /// Builds the per-document arrays the scan reads (sources, facet
@@ -207,11 +212,7 @@ impl Generation {
             search::doc_sources(&self.doc_sources, segment)?;
             self.attr_arrays.prime(segment, &self.layout)?;
         }
-        for (id, _) in self.doc_sources.iter() {
-            if !live.contains(&*id) {
-                self.doc_sources.invalidate(&*id);
-            }
-        }
+        crate::attributes::drop_merged(&self.doc_sources, &live, |id| *id);
         self.attr_arrays.retain(&live);
         Ok(())
     }

@@ -232,12 +232,7 @@ pub(super) fn scan(
             let first = attrs.rank_part(doc);
             let r = rank(&request.sort, created_at, doc_uid, doc_tag, score, first);
             if request.after.is_none_or(|after| r < after) {
-                if top.len() < k {
-                    top.push(Reverse((r, doc)));
-                } else if top.peek().is_some_and(|Reverse(min)| (r, doc) > *min) {
-                    top.pop();
-                    top.push(Reverse((r, doc)));
-                }
+                offer(&mut top, k, (r, doc));
             }
         }
         doc = scorer.advance();
@@ -274,24 +269,34 @@ pub(super) fn scan(
     })
 }
 
-/// Counts the scorer's matches from its current document up to `end`, by
-/// source, in blocks: one call into the scorer per 64 matches, and one
-/// byte read per match for its source (`doc_sources`). For a keyword in
-/// most rows this loop is the whole cost of its first query. `end` is
-/// within the filter's time window (see `time_window`), so time needs no
-/// check here. `attrs`, when the request has ranges or facets, checks and
-/// counts each match by its columns. The matches visited; `Err` when the
-/// budget ran out.
+/// Keeps `entry` if it is among the best `k` so far.
+fn offer(top: &mut BinaryHeap<Reverse<(Rank, DocId)>>, k: usize, entry: (Rank, DocId)) {
+    if top.len() < k {
+        top.push(Reverse(entry));
+    } else if top.peek().is_some_and(|Reverse(min)| entry > *min) {
+        top.pop();
+        top.push(Reverse(entry));
+    }
+}
+
+/// Calls `f` with each match from the scorer's current document up to
+/// `end` that is alive, of `only_source` (when set) and within `attrs`'
+/// ranges, once `attrs` has counted it in its facets; `f` gets the match,
+/// its source position and `attrs`. Reads in blocks: one call into the
+/// scorer per 64 matches, and one byte per match for its source
+/// (`doc_sources`). `end` is within the filter's time window (see
+/// `time_window`), so time needs no check here. The matches visited;
+/// `Err` when the budget ran out.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn count_rest(
+fn each_match(
     scorer: &mut dyn tantivy::query::Scorer,
     end: DocId,
     alive: Option<&tantivy::fastfield::AliveBitSet>,
     sources: &[u8],
     only_source: Option<SourceId>,
-    counts: &mut SourceCounts,
     mut attrs: Option<&mut SegmentAttrs>,
     budget: &Budget,
+    mut f: impl FnMut(DocId, u8, Option<&SegmentAttrs>),
 ) -> std::result::Result<u64, u64> {
     let mut docs = [0 as DocId; tantivy::COLLECT_BLOCK_BUFFER_LEN];
     let only = only_source.map(|s| s.index() as u8);
@@ -307,15 +312,16 @@ pub(super) fn count_rest(
                 continue;
             }
             let source = sources[doc as usize];
-            if only.is_none_or(|s| s == source) {
-                if let Some(attrs) = attrs.as_deref_mut() {
-                    if !attrs.accepts(doc) {
-                        continue;
-                    }
-                    attrs.count(doc);
-                }
-                counts[usize::from(source)] += 1;
+            if only.is_some_and(|s| s != source) {
+                continue;
             }
+            if let Some(attrs) = attrs.as_deref_mut() {
+                if !attrs.accepts(doc) {
+                    continue;
+                }
+                attrs.count(doc);
+            }
+            f(doc, source, attrs.as_deref());
         }
         if n < filled {
             break;
@@ -329,6 +335,33 @@ pub(super) fn count_rest(
         }
     }
     Ok(scanned)
+}
+
+/// Counts the scorer's matches from its current document up to `end` by
+/// source (see [`each_match`]). For a keyword in most rows this loop is the
+/// whole cost of its first query. `attrs`, when the request has ranges or
+/// facets, checks and counts each match by its columns.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn count_rest(
+    scorer: &mut dyn tantivy::query::Scorer,
+    end: DocId,
+    alive: Option<&tantivy::fastfield::AliveBitSet>,
+    sources: &[u8],
+    only_source: Option<SourceId>,
+    counts: &mut SourceCounts,
+    attrs: Option<&mut SegmentAttrs>,
+    budget: &Budget,
+) -> std::result::Result<u64, u64> {
+    each_match(
+        scorer,
+        end,
+        alive,
+        sources,
+        only_source,
+        attrs,
+        budget,
+        |_, source, _| counts[usize::from(source)] += 1,
+    )
 }
 
 /// The columns a hit's rank reads besides its attribute.
@@ -348,15 +381,14 @@ struct Ranked<'a> {
 }
 
 /// `sort=attr.<name>`: every match from the scorer's document up to `end`
-/// is counted (by source, and in each facet) as [`count_rest`] counts, and
-/// ranked only when its number could still enter the top-k. An attribute
-/// order cannot stop early (the segment is sorted by time), so every match
-/// is visited; but a rank is `(number, created_at, uid, tag)`, and once
-/// the heap is full a match whose number is below the heap's least cannot
-/// enter it, nor can one whose number is above the cursor's (it was on an
-/// earlier page). Those cost one array read; only the others read the
-/// three columns of a full rank. The matches visited; `Err` when the
-/// budget ran out.
+/// is counted as [`count_rest`] counts, and ranked only when its number
+/// could still enter the top-k. An attribute order cannot stop early (the
+/// segment is sorted by time), so every match is visited; but a rank is
+/// `(number, created_at, uid, tag)`, and once the heap is full a match
+/// whose number is below the heap's least cannot enter it, nor can one
+/// whose number is above the cursor's (it was on an earlier page). Those
+/// cost one array read; only the others read the three columns of a full
+/// rank. The matches visited; `Err` when the budget ran out.
 #[allow(clippy::too_many_arguments)]
 fn by_attribute(
     scorer: &mut dyn tantivy::query::Scorer,
@@ -369,69 +401,42 @@ fn by_attribute(
     ranked: &mut Ranked<'_>,
     budget: &Budget,
 ) -> std::result::Result<u64, u64> {
-    let mut docs = [0 as DocId; tantivy::COLLECT_BLOCK_BUFFER_LEN];
-    let only = only_source.map(|s| s.index() as u8);
-    let mut scanned = 0u64;
-    let mut since_look = 0u32;
     // The heap's least number once it is full: below it nothing enters.
     let mut floor = i64::MIN;
     let ceiling = ranked.after.map_or(i64::MAX, |after| after.0);
-    while scorer.doc() < end {
-        let filled = scorer.fill_buffer(&mut docs);
-        let n = docs[..filled].partition_point(|&d| d < end);
-        scanned += n as u64;
-        for &doc in &docs[..n] {
-            if alive.is_some_and(|a| a.is_deleted(doc)) {
-                continue;
-            }
-            let source = sources[doc as usize];
-            if only.is_some_and(|s| s != source) || !attrs.accepts(doc) {
-                continue;
-            }
-            attrs.count(doc);
-            ranked.counts[usize::from(source)] += 1;
-            let first = attrs.rank_part(doc);
-            if first > ceiling || (ranked.top.len() == ranked.k && first < floor) {
-                continue;
-            }
-            let r = rank(
-                ranked.sort,
-                columns.created.first(doc).unwrap_or_default(),
-                columns.uid.first(doc).unwrap_or_default(),
-                columns.tag.first(doc).unwrap_or_default(),
-                0.0,
-                first,
-            );
-            if ranked.after.is_some_and(|after| r >= after) {
-                continue;
-            }
-            if ranked.top.len() < ranked.k {
-                ranked.top.push(Reverse((r, doc)));
-            } else if ranked
+    let rank_one = |doc: DocId, source: u8, attrs: Option<&SegmentAttrs>| {
+        ranked.counts[usize::from(source)] += 1;
+        let first = attrs.map_or(0, |a| a.rank_part(doc));
+        if first > ceiling || (ranked.top.len() == ranked.k && first < floor) {
+            return;
+        }
+        let r = rank(
+            ranked.sort,
+            columns.created.first(doc).unwrap_or_default(),
+            columns.uid.first(doc).unwrap_or_default(),
+            columns.tag.first(doc).unwrap_or_default(),
+            0.0,
+            first,
+        );
+        if ranked.after.is_some_and(|after| r >= after) {
+            return;
+        }
+        offer(&mut ranked.top, ranked.k, (r, doc));
+        if ranked.top.len() == ranked.k {
+            floor = ranked
                 .top
                 .peek()
-                .is_some_and(|Reverse(min)| (r, doc) > *min)
-            {
-                ranked.top.pop();
-                ranked.top.push(Reverse((r, doc)));
-            }
-            if ranked.top.len() == ranked.k {
-                floor = ranked
-                    .top
-                    .peek()
-                    .map_or(i64::MIN, |Reverse((min, _))| min.0);
-            }
+                .map_or(i64::MIN, |Reverse((min, _))| min.0);
         }
-        if n < filled {
-            break;
-        }
-        since_look += n as u32;
-        if since_look >= BUDGET_EVERY_MATCHES {
-            since_look = 0;
-            if budget.exhausted() {
-                return Err(scanned);
-            }
-        }
-    }
-    Ok(scanned)
+    };
+    each_match(
+        scorer,
+        end,
+        alive,
+        sources,
+        only_source,
+        Some(attrs),
+        budget,
+        rank_one,
+    )
 }
