@@ -700,7 +700,7 @@ async fn search_handler(
     struct Body<'a> {
         total: u64,
         totals: TypeTotals,
-        hits: &'a serde_json::value::RawValue,
+        hits: &'a [Box<serde_json::value::RawValue>],
         #[serde(skip_serializing_if = "Option::is_none")]
         expanded: Option<Vec<&'a str>>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -716,21 +716,28 @@ async fn search_handler(
         forms.extend(request.synonyms.iter().flatten().map(|k| k.as_str()));
         forms
     });
-    let body = serde_json::to_vec(&Body {
-        total: answer.total(),
-        totals: type_totals(&sources, &answer.by_source),
-        hits: &served.hits,
-        expanded,
-        did_you_mean: served
-            .did_you_mean
-            .as_deref()
-            .map(Vec::as_slice)
-            .filter(|a| !a.is_empty()),
-        facets: (!request.facets.is_empty()).then(|| facets_body(&answer.facets)),
-        next_cursor: &served.next_cursor,
-        took_ms: ms(took),
-        cache: served.cache,
-    })
+    // Sized for the hits, which are most of the body, so that writing it
+    // does not grow (and copy) the buffer several times.
+    let hit_bytes: usize = served.hits().iter().map(|h| h.get().len() + 1).sum();
+    let mut body = Vec::with_capacity(hit_bytes + 512);
+    serde_json::to_writer(
+        &mut body,
+        &Body {
+            total: answer.total(),
+            totals: type_totals(&sources, &answer.by_source),
+            hits: served.hits(),
+            expanded,
+            did_you_mean: served
+                .did_you_mean
+                .as_deref()
+                .map(Vec::as_slice)
+                .filter(|a| !a.is_empty()),
+            facets: (!request.facets.is_empty()).then(|| facets_body(&answer.facets)),
+            next_cursor: &served.next_cursor,
+            took_ms: ms(took),
+            cache: served.cache,
+        },
+    )
     .expect("search response serializes to json");
     let headers = [
         (

@@ -70,8 +70,8 @@ pub struct Asked<'a> {
 /// An answer as served to one request.
 pub struct Served {
     pub answer: Arc<Answer>,
-    /// The request's page of the answer's hits, as a JSON array.
-    pub hits: Box<serde_json::value::RawValue>,
+    /// How many of the answer's hits the request's page holds.
+    shown: usize,
     /// Continues after the page's last hit; `None` when nothing follows.
     pub next_cursor: Option<String>,
     pub cache: CacheStatus,
@@ -80,6 +80,14 @@ pub struct Served {
     pub did_you_mean: Option<Arc<Vec<Alternative>>>,
     /// Time spent in the index, when the cache did not answer.
     pub index_time: Duration,
+}
+
+impl Served {
+    /// The request's page of the answer's hits, each already JSON: the
+    /// caller writes them out as they are, with no copy into a new array.
+    pub fn hits(&self) -> &[Box<serde_json::value::RawValue>] {
+        &self.answer.hits[..self.shown]
+    }
 }
 
 /// Cheap, cloneable handles to everything the answer path reads.
@@ -172,10 +180,10 @@ impl SearchService {
             None
         };
         let index_time = index_time.lock().expect("timing lock").unwrap_or_default();
-        let (hits, next_cursor) = self.page(&answer, request);
+        let (shown, next_cursor) = self.page(&answer, request);
         Ok(Served {
             answer,
-            hits,
+            shown,
             next_cursor,
             cache,
             did_you_mean,
@@ -183,27 +191,14 @@ impl SearchService {
         })
     }
 
-    /// The first `request.limit` hits of `answer`, and the cursor after
-    /// them when more may follow.
-    fn page(
-        &self,
-        answer: &Answer,
-        request: &Request,
-    ) -> (Box<serde_json::value::RawValue>, Option<String>) {
+    /// How many of `answer`'s hits the request's page shows (its first
+    /// `request.limit`), and the cursor after them when more may follow.
+    fn page(&self, answer: &Answer, request: &Request) -> (usize, Option<String>) {
         let n = request.limit.min(answer.hits.len());
-        let mut json = String::from("[");
-        for (i, hit) in answer.hits[..n].iter().enumerate() {
-            if i > 0 {
-                json.push(',');
-            }
-            json.push_str(hit.get());
-        }
-        json.push(']');
-        let hits = serde_json::value::RawValue::from_string(json).expect("hits are JSON values");
         let more = answer.hits.len() > n || answer.more;
         let next_cursor = (n == request.limit && n > 0 && more)
             .then(|| cursor::encode(answer.ranks[n - 1], request, &self.cursor_key));
-        (hits, next_cursor)
+        (n, next_cursor)
     }
 
     /// One search on the live generation, off the async workers.
