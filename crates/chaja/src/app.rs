@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 use std::time::Duration;
 
 use chaja_core::sources::ConfigFile;
-use chaja_http::AppState;
+use chaja_http::{AppState, Shared};
 use chaja_index::SearchIndex;
 use chaja_mirror::indexer::Indexer;
 use chaja_mirror::MirrorHandle;
@@ -214,7 +214,7 @@ impl App {
         Ok(App {
             extra_routes,
             limits: args.limits(),
-            state: AppState {
+            state: AppState::new(Shared {
                 db,
                 search,
                 mirror,
@@ -223,7 +223,7 @@ impl App {
                 input: args.input_limits(),
                 synonyms: std::sync::Arc::new(synonyms),
                 operations: Default::default(),
-            },
+            }),
             indexer,
             health_db,
             replica_watch,

@@ -7,7 +7,8 @@
 //!   their assets).
 //! - [`ops`]: the middleware around every request: keys by scope,
 //!   per-client rate and in-flight caps, metrics, load shedding; [`client`]
-//!   resolves who a request comes from (trusted proxies, IPv6 /64).
+//!   resolves who a request comes from (trusted proxies, IPv6 /64);
+//!   `request_id` names each request for the logs.
 //! - [`error`]: [`ApiError`], the one place an error becomes a status code
 //!   and a `{"error": {code, message}}` body.
 //!
@@ -24,6 +25,7 @@ pub mod health;
 pub mod ops;
 pub mod origin;
 pub mod prometheus;
+mod request_id;
 pub mod search;
 pub mod suggest;
 mod web;
@@ -38,7 +40,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -51,9 +53,31 @@ pub use error::{ApiError, ErrorBody};
 pub use extract::{ApiJson, ApiPath, ApiQuery, ClientIp};
 pub use ops::Keys;
 
-/// Cheap, cloneable handles shared by every handler.
+/// What every handler shares, behind one `Arc`.
+///
+/// axum clones the router's state for each request. A struct of handles
+/// would clone each handle (a dozen reference counts, each an atomic
+/// add and later a subtract on a cache line every core writes); one `Arc`
+/// is one. The cached answer path is short enough for that to show.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> AppState {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The handles behind [`AppState`].
+pub struct Shared {
     /// For admin only (verify, rebuilds, replicas): no search takes a
     /// connection.
     pub db: Db,
@@ -296,14 +320,14 @@ impl Default for Limits {
 pub fn router(state: AppState, limits: &Limits, extra: OpenApiRouter<AppState>) -> Router {
     let body_limit = state.input.max_body_bytes;
     prometheus::install();
-    let guard = ops::Guard::new(
+    let guard = Arc::new(ops::Guard::new(
         limits.keys.clone(),
         limits.allowed_hosts.clone(),
         limits.uncounted.clone(),
         limits.clients.clone(),
         limits.rate_per_second,
         limits.in_flight_per_client,
-    );
+    ));
     let (routes, api) = api(extra).split_for_parts();
     let api = document(api, &state.input, state.search.index.sources());
     routes
@@ -331,7 +355,9 @@ pub fn router(state: AppState, limits: &Limits, extra: OpenApiRouter<AppState>) 
         .layer(axum::middleware::from_fn(ops::record_metrics))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http())
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(SetRequestIdLayer::x_request_id(
+            request_id::RequestIds::new(),
+        ))
 }
 
 /// Serves until `shutdown`, then finishes in-flight requests.

@@ -255,7 +255,11 @@ impl Limiter {
     }
 }
 
-pub async fn guard(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
+/// Keys, hosts, client resolution and the per-client limits, in front of
+/// every route. The guard is behind an `Arc` because `from_fn_with_state`
+/// clones its state for each request, and the guard holds several
+/// reference-counted sets.
+pub async fn guard(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
