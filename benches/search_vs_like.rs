@@ -79,6 +79,7 @@ async fn main() {
             outbox_seq: 0,
             unreadable: Vec::new(),
             skipped: 0,
+            stages: Default::default(),
         }
     } else {
         reindex(&db, &chaja_demo::sources(), &dir, 512 << 20, false)

@@ -57,9 +57,14 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
             .await
             .context("reindexing")?;
             println!(
-                "reindexed {} rows into generation {} (outbox position {})",
-                done.docs, done.generation, done.outbox_seq
+                "reindexed {} rows into generation {} (outbox position {}) in {:.1} s, {:.0} rows/s",
+                done.docs,
+                done.generation,
+                done.outbox_seq,
+                done.stages.wall.as_secs_f64(),
+                done.docs as f64 / done.stages.wall.as_secs_f64().max(1e-3),
             );
+            println!("{}", done.stages);
             if done.skipped > 0 {
                 println!(
                     "skipped {} rows that cannot be read (fix them, then `chaja verify --repair`):",

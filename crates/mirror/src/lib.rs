@@ -5,6 +5,7 @@ pub mod health;
 pub mod indexer;
 pub mod quarantine;
 pub mod reindex;
+pub mod stages;
 pub mod verify;
 
 pub use error::MirrorError;

@@ -15,6 +15,7 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -31,10 +32,16 @@ use chaja_store::rows::Loaded;
 use chaja_store::{outbox, Db};
 
 use crate::quarantine::QuarantinedRow;
+use crate::stages::{self, Stages};
 
 const PAGE: i64 = 1000;
 /// How often a running rebuild refreshes its hold on pruning.
-const HOLD_REFRESH: std::time::Duration = std::time::Duration::from_secs(10);
+const HOLD_REFRESH: Duration = Duration::from_secs(10);
+/// tantivy names its indexing threads `thrd-tantivy-index{n}`; the kernel
+/// keeps the first 15 bytes.
+const INDEXING_THREADS: &str = "thrd-tantivy-in";
+/// The analyzer pool's threads (see `reindex_locked`).
+const ANALYSIS_THREADS: &str = "chaja-analyse-";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rebuilt {
@@ -46,6 +53,8 @@ pub struct Rebuilt {
     pub unreadable: Vec<QuarantinedRow>,
     /// How many were skipped.
     pub skipped: u64,
+    /// Where the time went.
+    pub stages: Stages,
 }
 
 /// Takes the rebuild lock of the index under `root`; a conflict while
@@ -93,7 +102,8 @@ pub async fn reindex_locked(
     memory: usize,
     bar: ProgressBar,
 ) -> Result<Rebuilt> {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
+    let cpu_before = stages::process_cpu();
     let live = {
         let root = root.to_path_buf();
         tokio::task::spawn_blocking(move || -> Result<_> {
@@ -156,7 +166,7 @@ pub async fn reindex_locked(
         generation_id,
     )
     .await;
-    let (docs, checkpoint, unreadable, skipped) = match built {
+    let (docs, checkpoint, unreadable, skipped, mut stages) = match built {
         Ok(built) => built,
         Err(e) => {
             // Never published, so never live: remove it.
@@ -168,11 +178,16 @@ pub async fn reindex_locked(
     };
     tokio::task::spawn_blocking(move || publish(&root, generation_id)).await??;
     bar.finish_and_clear();
+    stages.wall = started.elapsed();
+    stages.cpu = stages::process_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     tracing::info!(
         generation = generation_id,
         docs,
         outbox_seq = checkpoint.outbox_seq,
         elapsed_secs = started.elapsed().as_secs(),
+        stages = ?stages,
         "reindex published"
     );
     Ok(Rebuilt {
@@ -181,6 +196,7 @@ pub async fn reindex_locked(
         outbox_seq: checkpoint.outbox_seq,
         unreadable,
         skipped,
+        stages,
     })
 }
 
@@ -346,8 +362,11 @@ async fn from_outbox(db: &Db, after: i64) -> Result<Checkpoint> {
     Ok(checkpoint)
 }
 
-/// Holds back pruning, scans the tables into `writer` and commits. Returns
-/// the documents written and the checkpoint committed.
+/// What [`build`] returns: the documents written, the checkpoint
+/// committed, the rows skipped (listed, and counted) and the stage times.
+type Built = (u64, Checkpoint, Vec<QuarantinedRow>, u64, Stages);
+
+/// Holds back pruning, scans the tables into `writer` and commits.
 #[allow(clippy::too_many_arguments)]
 async fn build(
     db: &Db,
@@ -359,7 +378,7 @@ async fn build(
     pool: Option<rayon::ThreadPool>,
     expected: i64,
     generation_id: u64,
-) -> Result<(u64, Checkpoint, Vec<QuarantinedRow>, u64)> {
+) -> Result<Built> {
     outbox::hold_for_rebuild(db, marker, live.low_water()).await?;
     let checkpoint = starting_point(db, live).await?;
     outbox::hold_for_rebuild(db, marker, checkpoint.low_water()).await?;
@@ -375,32 +394,53 @@ async fn build(
     // writer and the async side keeps the next page coming.
     let (tx, mut rx) = mpsc::channel::<Vec<Doc>>(4);
     let committed = checkpoint.clone();
-    let indexing = tokio::task::spawn_blocking(move || -> Result<u64> {
+    let indexing = tokio::task::spawn_blocking(move || -> Result<(u64, Stages)> {
         let mut docs = 0u64;
+        let mut stages = Stages::default();
         while let Some(page) = rx.blocking_recv() {
+            let analysing = Instant::now();
             let morphemes: Vec<Morphemes> = match &pool {
                 Some(pool) => pool.install(|| page.par_iter().map(Morphemes::of).collect()),
                 None => page.iter().map(Morphemes::of).collect(),
             };
+            let adding = Instant::now();
+            stages.analysis += adding - analysing;
             for (doc, morphemes) in page.iter().zip(morphemes) {
                 writer.add(doc, morphemes)?;
             }
+            stages.indexing_wait += adding.elapsed();
             docs += page.len() as u64;
         }
+        // Sampled while the threads are alive: the pool ends when it is
+        // dropped, and tantivy's indexing threads with the commit. The
+        // commit's own indexing (the last documents in memory) falls under
+        // `commit`.
+        stages.analysis_cpu = pool
+            .as_ref()
+            .and_then(|_| stages::threads_cpu(ANALYSIS_THREADS));
+        stages.indexing_cpu = stages::threads_cpu(INDEXING_THREADS);
+        drop(pool);
+        let committing = Instant::now();
         writer.commit_checkpoint(&committed)?;
+        let merging = Instant::now();
+        stages.commit = merging - committing;
         writer.wait_merging_threads()?;
-        Ok(docs)
+        stages.merging = merging.elapsed();
+        Ok((docs, stages))
     });
 
     let mut read_error = None;
-    let mut reported = std::time::Instant::now();
+    let mut reported = Instant::now();
+    let mut reading = Duration::ZERO;
     let (mut unreadable, mut skipped) = (Vec::new(), 0u64);
     'kinds: for (source, _) in sources.ids() {
         let mut after = None;
         loop {
-            let page = match chaja_store::rows::docs_page(db, sources, source, after.as_ref(), PAGE)
-                .await
-            {
+            let asked = Instant::now();
+            let page =
+                chaja_store::rows::docs_page(db, sources, source, after.as_ref(), PAGE).await;
+            reading += asked.elapsed();
+            let page = match page {
                 Ok(page) => page,
                 Err(e) => {
                     read_error = Some(e);
@@ -442,7 +482,7 @@ async fn build(
                     read_error = Some(e);
                     break 'kinds;
                 }
-                reported = std::time::Instant::now();
+                reported = Instant::now();
             }
             if last_page {
                 break;
@@ -456,7 +496,10 @@ async fn build(
     );
     let indexed = indexing.await?;
     match (read_error, indexed) {
-        (None, Ok(docs)) => Ok((docs, checkpoint, unreadable, skipped)),
+        (None, Ok((docs, stages))) => {
+            let stages = Stages { reading, ..stages };
+            Ok((docs, checkpoint, unreadable, skipped, stages))
+        }
         (Some(e), _) => Err(e.into()),
         (None, Err(e)) => Err(e),
     }
