@@ -395,31 +395,58 @@ async fn build(
     let (tx, mut rx) = mpsc::channel::<Vec<Doc>>(4);
     let committed = checkpoint.clone();
     let indexing = tokio::task::spawn_blocking(move || -> Result<(u64, Stages)> {
-        let mut docs = 0u64;
         let mut stages = Stages::default();
-        while let Some(page) = rx.blocking_recv() {
-            let analysing = Instant::now();
-            let morphemes: Vec<Morphemes> = match &pool {
-                Some(pool) => pool.install(|| page.par_iter().map(Morphemes::of).collect()),
-                None => page.iter().map(Morphemes::of).collect(),
-            };
-            let adding = Instant::now();
-            stages.analysis += adding - analysing;
-            for (doc, morphemes) in page.iter().zip(morphemes) {
-                writer.add(doc, morphemes)?;
-            }
-            stages.indexing_wait += adding.elapsed();
-            docs += page.len() as u64;
-        }
-        // Sampled while the threads are alive: the pool ends when it is
-        // dropped, and tantivy's indexing threads with the commit. The
-        // commit's own indexing (the last documents in memory) falls under
-        // `commit`.
-        stages.analysis_cpu = pool
-            .as_ref()
-            .and_then(|_| stages::threads_cpu(ANALYSIS_THREADS));
+        // Analysis runs a page ahead of indexing, on a thread of its own:
+        // while tantivy's threads are busy with one page (and make the
+        // feeding thread wait), the analyzer works on the next page instead
+        // of waiting too.
+        let (analysed_tx, analysed_rx) = std::sync::mpsc::sync_channel::<(Vec<Doc>, _)>(1);
+        let docs = std::thread::scope(|scope| -> Result<u64> {
+            let analyser = scope.spawn(move || {
+                let mut busy = Duration::ZERO;
+                while let Some(page) = rx.blocking_recv() {
+                    let analysing = Instant::now();
+                    let morphemes: Vec<Morphemes> = match &pool {
+                        Some(pool) => pool.install(|| page.par_iter().map(Morphemes::of).collect()),
+                        None => page.iter().map(Morphemes::of).collect(),
+                    };
+                    busy += analysing.elapsed();
+                    if analysed_tx.send((page, morphemes)).is_err() {
+                        break; // the writer failed; dropping `rx` stops the reading
+                    }
+                }
+                // Sampled before the pool and its threads end.
+                let cpu = pool
+                    .as_ref()
+                    .and_then(|_| stages::threads_cpu(ANALYSIS_THREADS));
+                (busy, cpu)
+            });
+            let mut docs = 0u64;
+            let fed = (|| -> Result<()> {
+                loop {
+                    let waiting = Instant::now();
+                    let Ok((page, morphemes)) = analysed_rx.recv() else {
+                        return Ok(());
+                    };
+                    let adding = Instant::now();
+                    stages.analysis_wait += adding - waiting;
+                    for (doc, morphemes) in page.iter().zip(morphemes) {
+                        writer.add(doc, morphemes)?;
+                    }
+                    stages.indexing_wait += adding.elapsed();
+                    docs += page.len() as u64;
+                }
+            })();
+            // On a failure the analyser stops at its next page.
+            drop(analysed_rx);
+            let (busy, cpu) = analyser.join().expect("the analysis thread does not panic");
+            (stages.analysis, stages.analysis_cpu) = (busy, cpu);
+            fed.map(|()| docs)
+        })?;
+        // Sampled while tantivy's indexing threads are alive: they end with
+        // the commit. The commit's own indexing (the last documents in
+        // memory) falls under `commit`.
         stages.indexing_cpu = stages::threads_cpu(INDEXING_THREADS);
-        drop(pool);
         let committing = Instant::now();
         writer.commit_checkpoint(&committed)?;
         let merging = Instant::now();

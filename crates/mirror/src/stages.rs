@@ -1,9 +1,9 @@
 //! Where a rebuild's time goes, stage by stage.
 //!
 //! A rebuild is a pipeline: the async side reads pages of rows from the
-//! database, the blocking side analyses each page (the Korean analyzer, on
-//! its own pool) and hands the documents to tantivy's indexing threads,
-//! and at the end the writer commits and merges. The stages overlap, so
+//! database, one thread analyses each page (the Korean analyzer, on its
+//! own pool), another hands the analysed documents to tantivy's indexing
+//! threads, and at the end the writer commits and merges. The stages overlap, so
 //! their wall times do not add up to the rebuild's: each figure says how
 //! long one side waited on, or worked in, that stage. The CPU figures come
 //! from the kernel's per-thread accounting (`/proc`), so that "indexing"
@@ -22,14 +22,16 @@ pub struct Stages {
     pub cpu: Option<Duration>,
     /// Waiting on the database for pages of rows (the async side).
     pub reading: Duration,
-    /// Analysing pages with the Korean analyzer, as the feeding thread
-    /// waited on it.
+    /// Analysing pages with the Korean analyzer (the analysing thread's
+    /// busy time; it runs a page ahead of indexing).
     pub analysis: Duration,
     /// CPU of the analyzer's threads.
     pub analysis_cpu: Option<Duration>,
     /// Handing documents to the writer, including the time it made the
     /// feeding thread wait while its indexing threads were busy.
     pub indexing_wait: Duration,
+    /// The feeding thread waiting for analysed pages: indexing starved.
+    pub analysis_wait: Duration,
     /// CPU of tantivy's indexing threads.
     pub indexing_cpu: Option<Duration>,
     /// The final commit (the last segments written out).
@@ -59,8 +61,9 @@ impl fmt::Display for Stages {
         )?;
         writeln!(
             f,
-            "  indexing       {} feeding the writer{}",
+            "  indexing       {} feeding the writer, {} waiting for analysis{}",
             secs(self.indexing_wait),
+            secs(self.analysis_wait),
             cpu(self.indexing_cpu)
         )?;
         writeln!(f, "  commit         {}", secs(self.commit))?;
