@@ -129,8 +129,8 @@ fn check(
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Uncounted;
 
-/// Settings the middleware reads, built once from the config.
-#[derive(Clone)]
+/// Settings the middleware reads, built once from the config and shared
+/// behind an `Arc` (see [`guard`]).
 pub struct Guard {
     keys: Keys,
     hosts: AllowedHosts,

@@ -40,7 +40,7 @@ const HOLD_REFRESH: Duration = Duration::from_secs(10);
 /// tantivy names its indexing threads `thrd-tantivy-index{n}`; the kernel
 /// keeps the first 15 bytes.
 const INDEXING_THREADS: &str = "thrd-tantivy-in";
-/// The analyzer pool's threads (see `reindex_locked`).
+/// The analyzer pool's threads are named after this (see `reindex_locked`).
 const ANALYSIS_THREADS: &str = "chaja-analyse-";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,7 +134,7 @@ pub async fn reindex_locked(
         n => Some(
             rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
-                .thread_name(|i| format!("chaja-analyse-{i}"))
+                .thread_name(|i| format!("{ANALYSIS_THREADS}{i}"))
                 .build()
                 .map_err(std::io::Error::other)?,
         ),
@@ -542,5 +542,45 @@ pub(crate) fn unreadable_row(
         key: row.key,
         reason: row.reason,
         at_ms: chaja_core::clock::now_ms(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stages find their threads by name; a wrong prefix would report
+    /// no CPU at all rather than fail, so the names are checked here.
+    #[test]
+    fn the_stage_thread_names_match_live_threads() {
+        let alive = |prefix: &str| {
+            std::fs::read_dir("/proc/self/task")
+                .unwrap()
+                .flatten()
+                .any(|task| {
+                    std::fs::read_to_string(task.path().join("comm"))
+                        .is_ok_and(|name| name.starts_with(prefix))
+                })
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let generation = create_generation(dir.path(), &chaja_core::sources::for_tests()).unwrap();
+        let writer = generation.writer_with_threads(50_000_000, 1).unwrap();
+        // A new thread names itself once it runs, so give it a moment; no
+        // wait makes a wrong prefix match.
+        let named = (0..100).any(|_| {
+            let found = alive(INDEXING_THREADS);
+            if !found {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            found
+        });
+        assert!(named, "tantivy's indexing thread");
+        drop(writer);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|i| format!("{ANALYSIS_THREADS}{i}"))
+            .build()
+            .unwrap();
+        pool.install(|| assert!(alive(ANALYSIS_THREADS), "the analysis pool"));
     }
 }

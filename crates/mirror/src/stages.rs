@@ -3,9 +3,9 @@
 //! A rebuild is a pipeline: the async side reads pages of rows from the
 //! database, one thread analyses each page (the Korean analyzer, on its
 //! own pool), another hands the analysed documents to tantivy's indexing
-//! threads, and at the end the writer commits and merges. The stages overlap, so
-//! their wall times do not add up to the rebuild's: each figure says how
-//! long one side waited on, or worked in, that stage. The CPU figures come
+//! threads, and at the end the writer commits and merges. The stages
+//! overlap, so their wall times do not add up to the rebuild's: each
+//! figure says how long one side waited on, or worked in, that stage. The CPU figures come
 //! from the kernel's per-thread accounting (`/proc`), so that "indexing"
 //! is tantivy's threads' own work rather than the time the feeding side
 //! was blocked on them. Where `/proc` is missing they are `None`.
