@@ -41,6 +41,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 async fn render(State(state): State<AppState>) -> String {
     let generation = state.search.index.live();
     metrics::gauge!("index_documents").set(generation.num_docs() as f64);
+    metrics::gauge!("index_patched_rows").set(generation.view().patches.len() as f64);
     metrics::gauge!("index_generation").set(generation.id as f64);
     let applied = state.mirror.progress.applied_seq();
     metrics::gauge!("outbox_applied_seq").set(applied as f64);

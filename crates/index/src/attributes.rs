@@ -35,6 +35,7 @@ use tantivy::{DocId, SegmentReader, TantivyDocument};
 use chaja_core::model::Doc;
 use chaja_core::sources::{SourceId, Sources};
 
+use crate::patches::{Patch, SegmentPatches};
 use crate::schema::Fields;
 
 /// The JSON fields, as the schema names them.
@@ -56,11 +57,11 @@ impl AttrLayout {
         }
     }
 
-    fn numeric(&self, source: SourceId) -> &[String] {
+    pub(crate) fn numeric(&self, source: SourceId) -> &[String] {
         self.numeric.get(source.index()).map_or(&[], Vec::as_slice)
     }
 
-    fn facets(&self, source: SourceId) -> &[String] {
+    pub(crate) fn facets(&self, source: SourceId) -> &[String] {
         self.facets.get(source.index()).map_or(&[], Vec::as_slice)
     }
 
@@ -339,55 +340,92 @@ enum FacetColumn {
 }
 
 /// One segment's columns for a request: what its ranges, its order and its
-/// facets read per match.
+/// facets read per match. A patched document's values are read from its
+/// patch instead (see `patches`).
 pub(crate) struct SegmentAttrs {
     /// Each range with its column; `None` when the segment has no number
     /// under that name, so nothing in it matches.
     ranges: Vec<(Option<Arc<[f64]>>, NumberRange)>,
     order: Option<(Option<Arc<[f64]>>, AttrOrder)>,
-    facets: Vec<Option<FacetColumn>>,
+    /// Each requested facet's name and column.
+    facets: Vec<(String, Option<FacetColumn>)>,
+    /// The segment's patched documents, if any.
+    patched: Option<Arc<SegmentPatches>>,
+    /// `attr.<name>=<value>` filters, when the segment has patched
+    /// documents: their terms matched the documents' old values, so a
+    /// patched document is checked here.
+    equalities: Vec<(String, String)>,
+    /// Facet counts of patched documents, by value, per requested facet.
+    patched_counts: Vec<HashMap<String, u64>>,
 }
 
 impl SegmentAttrs {
     pub(crate) fn open(
         segment: &SegmentReader,
-        ranges: &[NumberRange],
-        order: Option<&AttrOrder>,
-        facets: &[String],
+        request: AttrRequest<'_>,
         arrays: &AttrArrays,
+        patched: Option<Arc<SegmentPatches>>,
     ) -> tantivy::Result<SegmentAttrs> {
         let number = |name: &str| arrays.numbers(segment, name);
-        let ranges = ranges
+        let ranges = request
+            .ranges
             .iter()
             .map(|r| Ok((number(&r.name)?, r.clone())))
             .collect::<tantivy::Result<_>>()?;
-        let order = match order {
+        let order = match request.order {
             Some(o) => Some((number(&o.name)?, o.clone())),
             None => None,
         };
-        let facets = facets
+        let facets = request
+            .facets
             .iter()
-            .map(|name| arrays.facet(segment, name))
+            .map(|name| Ok((name.clone(), arrays.facet(segment, name)?)))
             .collect::<tantivy::Result<_>>()?;
+        let equalities = match patched {
+            Some(_) => request.equalities.to_vec(),
+            None => Vec::new(),
+        };
         Ok(SegmentAttrs {
             ranges,
             order,
             facets,
+            patched,
+            equalities,
+            patched_counts: vec![HashMap::new(); request.facets.len()],
         })
     }
 
-    /// Whether this segment's ranges, order or facets read anything per
-    /// match: without, the scan keeps its cheaper paths.
+    /// Whether this segment's ranges, order, facets or patches read
+    /// anything per match: without, the scan keeps its cheaper paths.
     pub(crate) fn is_empty(&self) -> bool {
-        self.ranges.is_empty() && self.order.is_none() && self.facets.is_empty()
+        self.ranges.is_empty()
+            && self.order.is_none()
+            && self.facets.is_empty()
+            && self.equalities.is_empty()
     }
 
     pub(crate) fn has_facets(&self) -> bool {
         !self.facets.is_empty()
     }
 
-    /// Whether `doc` is within every range.
+    #[inline]
+    fn patch(&self, doc: DocId) -> Option<&Patch> {
+        self.patched.as_ref()?.get(doc)
+    }
+
+    /// Whether `doc` is within every range (and, patched, has every
+    /// filtered value).
     pub(crate) fn accepts(&self, doc: DocId) -> bool {
+        if let Some(patch) = self.patch(doc) {
+            return self
+                .ranges
+                .iter()
+                .all(|(_, range)| patch.number(&range.name).is_some_and(|v| range.contains(v)))
+                && self
+                    .equalities
+                    .iter()
+                    .all(|(name, value)| patch.has_value(name, value));
+        }
         self.ranges.iter().all(|(numbers, range)| {
             numbers.as_ref().is_some_and(|n| {
                 let v = n[doc as usize];
@@ -398,27 +436,38 @@ impl SegmentAttrs {
 
     /// The first part of `doc`'s rank under an attribute order.
     pub(crate) fn rank_part(&self, doc: DocId) -> i64 {
-        match &self.order {
-            Some((numbers, order)) => order.rank_part(
-                numbers
-                    .as_ref()
-                    .map(|n| n[doc as usize])
-                    .filter(|v| !v.is_nan()),
-            ),
-            None => 0,
-        }
+        let Some((numbers, order)) = &self.order else {
+            return 0;
+        };
+        let value = match self.patch(doc) {
+            Some(patch) => patch.number(&order.name),
+            None => numbers
+                .as_ref()
+                .map(|n| n[doc as usize])
+                .filter(|v| !v.is_nan()),
+        };
+        order.rank_part(value)
     }
 
     /// Counts `doc`, a match that passed every filter, in each facet.
     #[inline]
     pub(crate) fn count(&mut self, doc: DocId) {
-        for facet in self.facets.iter_mut().flatten() {
+        if let Some(patch) = self.patched.as_deref().and_then(|p| p.get(doc)) {
+            for ((name, _), counts) in self.facets.iter().zip(&mut self.patched_counts) {
+                if let Some(value) = patch.facet(name) {
+                    *counts.entry(value.to_owned()).or_default() += 1;
+                }
+            }
+            return;
+        }
+        for (_, facet) in &mut self.facets {
             match facet {
+                None => {}
                 // An ordinal is at most the column's number of values.
-                FacetColumn::Dense { ords, counts, .. } => {
+                Some(FacetColumn::Dense { ords, counts, .. }) => {
                     counts[usize::from(ords[doc as usize])] += 1
                 }
-                FacetColumn::Sparse { column, counts } => {
+                Some(FacetColumn::Sparse { column, counts }) => {
                     if let Some(ord) = column.ords().first(doc) {
                         *counts.entry(ord).or_default() += 1;
                     }
@@ -431,10 +480,12 @@ impl SegmentAttrs {
     pub(crate) fn facet_values(&self) -> tantivy::Result<SegmentFacetValues> {
         self.facets
             .iter()
-            .map(|facet| {
-                let (column, counted): (_, Vec<(u64, u64)>) = match facet {
-                    None => return Ok(Vec::new()),
-                    Some(FacetColumn::Dense { column, counts, .. }) => (
+            .zip(&self.patched_counts)
+            .map(|((_, facet), patched)| {
+                let mut out: Vec<(String, u64)> = Vec::new();
+                let counted: Option<(_, Vec<(u64, u64)>)> = match facet {
+                    None => None,
+                    Some(FacetColumn::Dense { column, counts, .. }) => Some((
                         column,
                         // The last slot is the documents without a value.
                         counts[..counts.len() - 1]
@@ -443,22 +494,41 @@ impl SegmentAttrs {
                             .filter(|(_, c)| **c > 0)
                             .map(|(ord, c)| (ord as u64, *c))
                             .collect(),
-                    ),
+                    )),
                     Some(FacetColumn::Sparse { column, counts }) => {
-                        (column, counts.iter().map(|(o, c)| (*o, *c)).collect())
+                        Some((column, counts.iter().map(|(o, c)| (*o, *c)).collect()))
                     }
                 };
-                let mut out = Vec::with_capacity(counted.len());
-                for (ord, count) in counted {
-                    let mut text = String::new();
-                    if column.ord_to_str(ord, &mut text)? {
-                        out.push((text, count));
+                if let Some((column, counted)) = counted {
+                    out.reserve(counted.len());
+                    for (ord, count) in counted {
+                        let mut text = String::new();
+                        if column.ord_to_str(ord, &mut text)? {
+                            out.push((text, count));
+                        }
                     }
+                }
+                if !patched.is_empty() {
+                    // A value may be both a column's and a patch's.
+                    let mut sum: HashMap<String, u64> = out.into_iter().collect();
+                    for (value, count) in patched {
+                        *sum.entry(value.clone()).or_default() += count;
+                    }
+                    out = sum.into_iter().collect();
                 }
                 Ok(out)
             })
             .collect()
     }
+}
+
+/// What a request reads of a segment's attributes.
+#[derive(Clone, Copy)]
+pub(crate) struct AttrRequest<'a> {
+    pub(crate) ranges: &'a [NumberRange],
+    pub(crate) order: Option<&'a AttrOrder>,
+    pub(crate) facets: &'a [String],
+    pub(crate) equalities: &'a [(String, String)],
 }
 
 /// Adds per-segment facet counts into `sum` (one map per facet).

@@ -2,17 +2,20 @@
 //! tokenizers, reader and field handles, and the stamps that say what it
 //! was built for (the sources, the layout, the analyzer).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, RwLock};
 
 use tantivy::directory::MmapDirectory;
+use tantivy::index::SegmentId;
 use tantivy::tokenizer::WhitespaceTokenizer;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument};
 
 use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 
 use crate::attributes::{AttrArrays, AttrLayout, SegmentFacetValues};
 use crate::checkpoint::{read_checkpoint, Checkpoint};
+use crate::patches::{Patches, Written};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::GramTokenizer;
 use crate::uid::{key_term, tag_source};
@@ -30,7 +33,7 @@ pub(crate) const SOURCES_FILE: &str = "sources";
 /// compares the file with its list of sources alone) from adopting a
 /// rebuild in this layout, whose keywords it would look up in fields that
 /// no longer hold them.
-const LAYOUT: &str = "layout: grams4 tag columns";
+const LAYOUT: &str = "layout: grams4 tag columns patches";
 
 /// What [`SOURCES_FILE`] holds for a generation of `sources`.
 pub(crate) fn generation_stamp(sources: &Sources) -> String {
@@ -70,6 +73,35 @@ pub struct Generation {
     /// Each segment's source of every document, one byte per document
     /// (see `search::doc_sources`).
     pub doc_sources: DocSources,
+    /// What searches read: the reader's last reload and its patches.
+    view: RwLock<Arc<View>>,
+    /// Each live segment's patches as read; held while the view is
+    /// refreshed, so that refreshes run one at a time.
+    written: Mutex<HashMap<SegmentId, Written>>,
+}
+
+/// A searcher and the attribute patches of the same reload (see
+/// `patches`): what one search reads, so that the two never disagree.
+pub struct View {
+    pub searcher: Searcher,
+    pub patches: Arc<Patches>,
+}
+
+/// What the index holds of a row, for the indexer to tell what changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Indexed {
+    /// The document's `Doc::digest` and `Doc::text_digest`.
+    pub digest: u64,
+    pub text_digest: u64,
+    /// The digest of the row's patch, if its attributes are patched.
+    pub patched: Option<u64>,
+}
+
+impl Indexed {
+    /// The digest of the row as searches see it.
+    pub fn current(&self) -> u64 {
+        self.patched.unwrap_or(self.digest)
+    }
 }
 
 /// segment → the source position of each of its documents. A segment's
@@ -77,15 +109,17 @@ pub struct Generation {
 /// (see `Generation::prime`), and dropped when the segment is merged away.
 pub type DocSources = moka::sync::Cache<tantivy::index::SegmentId, Arc<[u8]>>;
 
-/// (segment, its deleted-document count, query) → matching documents by
-/// source (`search::SourceCounts`).
+/// (segment, its deleted-document count, its patch stamp for a query that
+/// reads attributes (else 0), query) → matching documents by source
+/// (`search::SourceCounts`).
 pub type SegmentTotals =
-    moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), search::SourceCounts>;
+    moka::sync::Cache<(tantivy::index::SegmentId, u32, u64, Arc<str>), search::SourceCounts>;
 
-/// (segment, its deleted-document count, query and facets) → each facet's
-/// counts by value in that segment; weighed by values held.
+/// (segment, its deleted-document count, its patch stamp, query and
+/// facets) → each facet's counts by value in that segment; weighed by
+/// values held.
 pub type SegmentFacets =
-    moka::sync::Cache<(tantivy::index::SegmentId, u32, Arc<str>), Arc<SegmentFacetValues>>;
+    moka::sync::Cache<(tantivy::index::SegmentId, u32, u64, Arc<str>), Arc<SegmentFacetValues>>;
 
 impl Generation {
     pub(crate) fn open(root: &Path, id: u64, sources: &Sources) -> Result<Generation> {
@@ -160,17 +194,31 @@ impl Generation {
         let fields = Fields::from_schema(&index.schema())?;
         // Reloaded by the writer right after each commit, so a write is
         // visible as soon as it is committed.
-        let reader = index
+        let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
+        let layout = AttrLayout::of(sources);
+        let mut written = HashMap::new();
+        let searcher = reader.searcher();
+        let patches = Patches::next(
+            &Patches::default(),
+            &searcher,
+            &mut written,
+            &fields,
+            &layout,
+        )?;
+        let view = View {
+            searcher,
+            patches: Arc::new(patches),
+        };
         Ok(Generation {
             id,
             path,
             index,
             reader,
             fields,
-            layout: AttrLayout::of(sources),
+            layout,
             totals: moka::sync::Cache::new(100_000),
             facets: moka::sync::Cache::builder()
                 .weigher(|_, values: &Arc<SegmentFacetValues>| {
@@ -185,27 +233,58 @@ impl Generation {
                 .weigher(|_, sources: &Arc<[u8]>| u32::try_from(sources.len()).unwrap_or(u32::MAX))
                 .max_capacity(1 << 30)
                 .build(),
+            view: RwLock::new(Arc::new(view)),
+            written: Mutex::new(written),
         })
     }
 
+    /// What a search reads: the last reload's searcher and its patches.
+    pub fn view(&self) -> Arc<View> {
+        self.view.read().expect("view lock poisoned").clone()
+    }
+
     /// Makes the last commit (and any merge published since) visible to
-    /// searches, then [`Generation::prime`]s the segments. Blocking. Arrays
-    /// that cannot be built are logged, not an error: the commit is made
-    /// and visible, and a query builds what it needs.
+    /// searches with its patches, then [`Generation::prime`]s the
+    /// segments. Blocking. Arrays that cannot be built are logged, not an
+    /// error: the commit is made and visible, and a query builds what it
+    /// needs.
     pub fn reload(&self) -> Result<()> {
         self.reader.reload()?;
+        self.refresh()?;
         if let Err(e) = self.prime() {
             tracing::warn!(error = %e, generation = self.id, "building the per-segment arrays failed; queries build them");
         }
         Ok(())
     }
 
-    /// Builds the per-document arrays the scan reads (sources, facet
-    /// ordinals, numbers) for each segment that has none yet, and drops
-    /// those of segments merged away. Blocking: one pass over each new
-    /// segment's columns, so that no query pays for it.
-    pub fn prime(&self) -> Result<()> {
+    /// Makes the reader's current searcher, with its patches, the view
+    /// searches read. Blocking: reads the new segments' patches and finds
+    /// the documents of patches that came or changed.
+    fn refresh(&self) -> Result<()> {
+        let mut written = self.written.lock().expect("patch lock poisoned");
         let searcher = self.reader.searcher();
+        let previous = self.view();
+        let patches = Patches::next(
+            &previous.patches,
+            &searcher,
+            &mut written,
+            &self.fields,
+            &self.layout,
+        )?;
+        *self.view.write().expect("view lock poisoned") = Arc::new(View {
+            searcher,
+            patches: Arc::new(patches),
+        });
+        Ok(())
+    }
+
+    /// Builds the per-document arrays the scan reads (sources, facet
+    /// ordinals, numbers) for each segment of the view that has none yet,
+    /// and drops those of segments merged away. Blocking: one pass over
+    /// each new segment's columns, so that no query pays for it.
+    pub fn prime(&self) -> Result<()> {
+        let view = self.view();
+        let searcher = &view.searcher;
         let mut live = std::collections::HashSet::new();
         for segment in searcher.segment_readers() {
             live.insert(segment.segment_id());
@@ -267,19 +346,17 @@ impl Generation {
         Ok(duplicates)
     }
 
-    /// The content digest (`Doc::digest`) the live document of each key
-    /// holds, for the keys that have one. Blocking: a term lookup per key
-    /// and segment, so the indexer can tell a row that did not change from
-    /// one that did before it analyses anything.
-    pub fn digests(
-        &self,
-        keys: &[(SourceId, &str)],
-    ) -> Result<std::collections::HashMap<String, u64>> {
-        let searcher = self.reader.searcher();
-        let mut found = std::collections::HashMap::with_capacity(keys.len());
-        for segment in searcher.segment_readers() {
+    /// What the index holds of each of these rows, for those it holds.
+    /// Blocking: a term lookup per key and segment, so the indexer can tell
+    /// a row that did not change from one that did before it analyses
+    /// anything, and one whose attributes alone changed from the rest.
+    pub fn indexed(&self, keys: &[(SourceId, &str)]) -> Result<HashMap<String, Indexed>> {
+        let view = self.view();
+        let mut found = HashMap::with_capacity(keys.len());
+        for segment in view.searcher.segment_readers() {
             let inverted = segment.inverted_index(self.fields.key)?;
             let digest = segment.fast_fields().u64("digest")?;
+            let text_digest = segment.fast_fields().u64("text_digest")?;
             let alive = segment.alive_bitset();
             for (source, key) in keys {
                 let term_text = key_term(*source, key);
@@ -293,7 +370,13 @@ impl Generation {
                 while doc != tantivy::TERMINATED {
                     if alive.is_none_or(|a| a.is_alive(doc)) {
                         if let Some(d) = digest.first(doc) {
-                            found.insert(term_text.clone(), d);
+                            let patched = view.patches.get(&term_text).map(|p| p.digest);
+                            let indexed = Indexed {
+                                digest: d,
+                                text_digest: text_digest.first(doc).unwrap_or_default(),
+                                patched,
+                            };
+                            found.insert(term_text.clone(), indexed);
                         }
                     }
                     doc = tantivy::DocSet::advance(&mut postings);
@@ -303,9 +386,34 @@ impl Generation {
         Ok(found)
     }
 
-    /// Number of live documents.
+    /// Each live document's key and digest as searches see it (its
+    /// patch's, when patched), and the keys held by more than one
+    /// document. Blocking: a pass over every document.
+    pub fn digests(&self) -> Result<(HashMap<String, u64>, Vec<String>)> {
+        let view = self.view();
+        let mut entries = HashMap::with_capacity(view.searcher.num_docs() as usize);
+        let mut duplicates = Vec::new();
+        for segment in view.searcher.segment_readers() {
+            let digests = segment.fast_fields().u64("digest")?;
+            for_each_live_key(segment, |doc, key| {
+                let digest = digests.first(doc).unwrap_or_default();
+                if entries.insert(key.to_owned(), digest).is_some() {
+                    duplicates.push(key.to_owned());
+                }
+            })?;
+        }
+        for (key, digest) in view.patches.digests() {
+            if let Some(entry) = entries.get_mut(key) {
+                *entry = digest;
+            }
+        }
+        Ok((entries, duplicates))
+    }
+
+    /// Number of live documents (rows: patches are not counted).
     pub fn num_docs(&self) -> u64 {
-        self.reader.searcher().num_docs()
+        let view = self.view();
+        view.searcher.num_docs() - view.patches.documents
     }
 
     /// Live documents by source, read from the `tag` column. Blocking: a

@@ -18,7 +18,8 @@
 //! - `writer`: [`DocWriter`] (upserts, deletes, commits) and `checkpoint`:
 //!   what a commit applied of the outbox ([`Checkpoint`]), stored in it.
 //! - [`attributes`]: declared numbers and facets as columns, for ranges,
-//!   sorting by an attribute and facet counts.
+//!   sorting by an attribute and facet counts; `patches`: rows whose
+//!   attributes alone changed, applied without rewriting their documents.
 //! - `uid`: how a row is named (`uid` for sorting and sources, `key` for
 //!   deletes).
 //! - [`search`]: the engine: queries, the newest-first top-k, exact counts
@@ -33,6 +34,7 @@ mod error;
 mod generation;
 mod live;
 pub mod morph;
+mod patches;
 pub mod schema;
 pub mod search;
 pub mod tokenizer;
@@ -50,8 +52,9 @@ pub use disk::{
     remove_unpublished, try_lock_rebuild, RebuildLock,
 };
 pub use error::IndexError;
-pub use generation::{DocSources, Generation, SegmentFacets, SegmentTotals};
+pub use generation::{DocSources, Generation, Indexed, SegmentFacets, SegmentTotals, View};
 pub use live::SearchIndex;
+pub use patches::Patches;
 pub use uid::{key_term, parse_key_term, tag, tag_has_string_key, tag_source, uid};
 pub use version::Version;
 pub use writer::{for_each_live_key, DocWriter, Morphemes, BODY_SEPARATOR};

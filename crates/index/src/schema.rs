@@ -30,8 +30,15 @@ pub struct Fields {
     pub key: Field,
     /// Milliseconds since the epoch. The index is sorted on it, newest first.
     pub created_at: Field,
-    /// `Doc::digest`: what `verify` compares with the table.
+    /// `Doc::digest`: what `verify` compares with the table (a patch's
+    /// digest, on a patch).
     pub digest: Field,
+    /// `Doc::text_digest`: the row without its attributes. An update whose
+    /// text digest equals the document's changed only attributes, and is
+    /// written as a patch (see `patches`).
+    pub text_digest: Field,
+    /// On a patch only: the `key` term of the row it patches.
+    pub patch: Field,
     /// `name=value` of each attribute: what `attr.<name>=<value>` matches.
     pub attrs: Field,
     /// The attributes as a JSON object, stored for the hit.
@@ -74,6 +81,8 @@ impl Fields {
             key: schema.get_field("key")?,
             created_at: schema.get_field("created_at")?,
             digest: schema.get_field("digest")?,
+            text_digest: schema.get_field("text_digest")?,
+            patch: schema.get_field("patch")?,
             attrs: schema.get_field("attrs")?,
             attributes: schema.get_field("attributes")?,
             numbers: schema.get_field(NUMBERS)?,
@@ -98,6 +107,9 @@ pub fn build_schema() -> Schema {
     b.add_text_field("key", (STRING | STORED).set_fast("raw"));
     b.add_i64_field("created_at", number());
     b.add_u64_field("digest", NumericOptions::default() | FAST);
+    b.add_u64_field("text_digest", NumericOptions::default() | FAST);
+    // The delete term of a patch, and a column to read it back.
+    b.add_text_field("patch", STRING.set_fast("raw"));
     b.add_text_field("attrs", STRING);
     b.add_text_field("attributes", STORED);
     // Columns only: ranges, sorts and facets read them per match, and

@@ -17,6 +17,20 @@ use crate::{morph, Result};
 /// and the body fields in the gram fields (see `DocWriter::add`).
 pub const BODY_SEPARATOR: &str = "\u{0}";
 
+/// `created_at` of a patch: below every row's, so that patches sort after
+/// every document of a segment (segments are sorted newest first) and fall
+/// in no time window. No query matches a patch anyway: it has no text.
+pub(crate) const PATCH_TIME: i64 = i64::MIN;
+
+/// A row's attributes as the JSON object stored for its hit.
+pub(crate) fn attributes_json(attributes: &[(String, chaja_core::model::AttrValue)]) -> String {
+    let stored: serde_json::Map<String, serde_json::Value> = attributes
+        .iter()
+        .map(|(name, value)| (name.clone(), value.to_json()))
+        .collect();
+    serde_json::Value::Object(stored).to_string()
+}
+
 /// A row's morphemes, found before the row reaches the writer.
 ///
 /// tantivy tokenizes on its own indexing threads; handing it the morphemes
@@ -64,10 +78,39 @@ impl DocWriter {
     }
 
     /// [`DocWriter::upsert`] with the row's morphemes already found (a
-    /// batch finds them on several threads).
+    /// batch finds them on several threads). A patch of the row goes too:
+    /// the new document holds its attributes.
     pub fn upsert_with(&mut self, doc: &Doc, morphemes: Morphemes) -> Result<()> {
         self.delete(doc.source, &doc.key.text());
         self.add(doc, morphemes)
+    }
+
+    /// Writes the row's attributes as a patch of its document, replacing
+    /// any earlier patch (see `patches`): for a row whose text, time and
+    /// key are as its document holds them. No analysis, and a document of
+    /// four small fields instead of ~6,000 grams.
+    pub fn patch(&mut self, doc: &Doc) -> Result<()> {
+        let key = key_term(doc.source, &doc.key.text());
+        self.unpatch_term(&key);
+        let f = &self.fields;
+        let mut d = TantivyDocument::new();
+        d.add_text(f.patch, &key);
+        d.add_i64(f.created_at, PATCH_TIME);
+        d.add_u64(f.digest, doc.digest());
+        d.add_text(f.attributes, attributes_json(&doc.attributes));
+        self.writer.add_document(d)?;
+        Ok(())
+    }
+
+    /// Drops the row's patch, if any: its attributes are back to what its
+    /// document holds.
+    pub fn unpatch(&mut self, source: SourceId, key_text: &str) {
+        self.unpatch_term(&key_term(source, key_text));
+    }
+
+    fn unpatch_term(&mut self, key: &str) {
+        self.writer
+            .delete_term(Term::from_field_text(self.fields.patch, key));
     }
 
     /// Adds a row the index does not hold yet, with its morphemes: a
@@ -82,15 +125,14 @@ impl DocWriter {
         d.add_text(f.key, key_term(doc.source, &doc.key.text()));
         d.add_i64(f.created_at, doc.created_at);
         d.add_u64(f.digest, doc.digest());
+        d.add_u64(f.text_digest, doc.text_digest());
         if !doc.attributes.is_empty() {
-            let mut stored = serde_json::Map::new();
             for (name, value) in &doc.attributes {
                 if let Some(text) = value.filter_text() {
                     d.add_text(f.attrs, format!("{name}={text}"));
                 }
-                stored.insert(name.clone(), value.to_json());
             }
-            d.add_text(f.attributes, serde_json::Value::Object(stored).to_string());
+            d.add_text(f.attributes, attributes_json(&doc.attributes));
             self.layout.add_columns(f, doc, &mut d);
         }
         // The body fields as one value, joined by NUL: a keyword never
@@ -118,12 +160,13 @@ impl DocWriter {
         Ok(())
     }
 
-    /// Removes the row of `source` whose key reads `key_text`.
+    /// Removes the row of `source` whose key reads `key_text`, and its
+    /// patch.
     pub fn delete(&mut self, source: SourceId, key_text: &str) {
-        self.writer.delete_term(Term::from_field_text(
-            self.fields.key,
-            &key_term(source, key_text),
-        ));
+        let key = key_term(source, key_text);
+        self.writer
+            .delete_term(Term::from_field_text(self.fields.key, &key));
+        self.unpatch_term(&key);
     }
 
     /// Commits everything so far as having applied the outbox up to `seq`,

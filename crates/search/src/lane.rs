@@ -134,7 +134,7 @@ mod tests {
                 writer.commit(i).unwrap();
             }
         }
-        generation.reader.reload().unwrap();
+        generation.reload().unwrap();
         (dir, generation)
     }
 

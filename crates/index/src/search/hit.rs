@@ -7,6 +7,7 @@ use chaja_core::model::Key;
 use chaja_core::text::{highlight, lead, Keyword, SNIPPET_CHARS, TITLE_CHARS};
 
 use super::request::{Hit, Rank};
+use crate::patches::Patches;
 use crate::schema::Fields;
 use crate::{parse_key_term, tag_has_string_key, BODY_SEPARATOR};
 use crate::{IndexError, Result};
@@ -14,6 +15,7 @@ use crate::{IndexError, Result};
 pub(super) fn load_hit(
     searcher: &Searcher,
     fields: &Fields,
+    patches: &Patches,
     keywords: &[Keyword],
     rank: Rank,
     address: DocAddress,
@@ -25,8 +27,12 @@ pub(super) fn load_hit(
             .map(str::to_owned)
     };
     let title = text(fields.title);
-    let attributes = text(fields.attributes);
     let key_term = text(fields.key).unwrap_or_default();
+    // A patched row's attributes are its patch's (see `patches`).
+    let attributes = match patches.get(&key_term) {
+        Some(patch) => Some(patch.json.clone()),
+        None => text(fields.attributes),
+    };
     // The snippet comes from the first body field that holds a match, or
     // the first one.
     let content = text(fields.content).unwrap_or_default();

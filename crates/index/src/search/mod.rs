@@ -118,42 +118,53 @@ fn search_within(
 ) -> std::result::Result<Response, ScanError> {
     budget.check()?;
     debug_assert!(!request.keywords.is_empty());
-    let searcher = generation.reader.searcher();
+    let view = generation.view();
+    let searcher = &view.searcher;
+    let patches = &view.patches;
     let fields = &generation.fields;
     let scoring = request.sort == Sort::Relevance;
-    let query = build_query(fields, request, scoring);
+    let query = build_query(fields, request, scoring, patches);
     let enable = if scoring {
-        EnableScoring::enabled_from_searcher(&searcher)
+        EnableScoring::enabled_from_searcher(searcher)
     } else {
-        EnableScoring::disabled_from_searcher(&searcher)
+        EnableScoring::disabled_from_searcher(searcher)
     };
     let weight = query.weight(enable)?;
 
     // Segments never change but for deletes, so a segment's total for a
     // query stays true until its delete count moves: a frequent phrase is
     // counted once per segment, and after a commit only new segments are.
+    // A total that reads attributes also holds until the segment's patches
+    // move (see `patches`).
     let counts_key: Arc<str> = totals_key(request).into();
+    let reads_attributes = request.filter.reads_attributes();
     // Facet counts are kept per segment the same way, under the query and
     // the facets' names.
-    let facets_key: Arc<str> = format!("{counts_key}|{}", request.facets.join(",")).into();
+    let facets_query: Arc<str> = format!("{counts_key}|{}", request.facets.join(",")).into();
     let mut tasks: Vec<(u32, Range<DocId>, Option<SourceCounts>, bool)> = Vec::new();
     let mut keys = Vec::new();
     let mut known_facets: Vec<Option<Arc<SegmentFacetValues>>> = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
         let mut window = time_window(segment, &request.filter)?;
+        let stamp = patches
+            .segment(segment.segment_id())
+            .map_or(0, |patched| patched.stamp);
         let key = (
             segment.segment_id(),
             segment.num_deleted_docs(),
+            if reads_attributes { stamp } else { 0 },
             counts_key.clone(),
         );
         let known_total = generation.totals.get(&key);
+        let facets_key = (
+            segment.segment_id(),
+            segment.num_deleted_docs(),
+            stamp,
+            facets_query.clone(),
+        );
         let facets_here = match request.facets.is_empty() {
             true => None,
-            false => generation.facets.get(&(
-                segment.segment_id(),
-                segment.num_deleted_docs(),
-                facets_key.clone(),
-            )),
+            false => generation.facets.get(&facets_key),
         };
         let count_facets = !request.facets.is_empty() && facets_here.is_none();
         known_facets.push(facets_here);
@@ -188,7 +199,7 @@ fn search_within(
         } else {
             tasks.push((ord as u32, window, known_total, count_facets));
         }
-        keys.push((key, known_total.is_some()));
+        keys.push((key, facets_key, known_total.is_some()));
     }
     let partials = tasks
         .par_iter()
@@ -199,6 +210,7 @@ fn search_within(
                 scanned: &generation.scanned,
                 doc_sources: &generation.doc_sources,
                 attr_arrays: &generation.attr_arrays,
+                patches,
             };
             scan::scan(
                 &*weight,
@@ -223,7 +235,7 @@ fn search_within(
         }
     }
     let mut facet_sums: Vec<HashMap<String, u64>> = vec![HashMap::new(); request.facets.len()];
-    for (((key, known), counts), (known_here, counted)) in keys
+    for (((key, facets_key, known), counts), (known_here, counted)) in keys
         .into_iter()
         .zip(segment_totals)
         .zip(known_facets.into_iter().zip(segment_facets))
@@ -238,9 +250,7 @@ fn search_within(
                 .map(|m| m.into_iter().collect())
                 .collect();
             add_facets(&mut facet_sums, &values);
-            generation
-                .facets
-                .insert((key.0, key.1, facets_key.clone()), Arc::new(values));
+            generation.facets.insert(facets_key, Arc::new(values));
         }
         if !known {
             generation.totals.insert(key, counts);
@@ -259,7 +269,7 @@ fn search_within(
         .into_iter()
         .skip(request.offset)
         .take(request.limit)
-        .map(|(rank, address)| load_hit(&searcher, fields, &highlighted, rank, address))
+        .map(|(rank, address)| load_hit(searcher, fields, patches, &highlighted, rank, address))
         .collect::<Result<Vec<Hit>>>()?;
     Ok(Response {
         total: by_source.iter().sum(),

@@ -9,8 +9,11 @@ use tantivy::schema::{Field, IndexRecordOption, Term};
 
 use chaja_core::text::Keyword;
 
+use std::sync::Arc;
+
 use super::request::Request;
 use crate::morph;
+use crate::patches::{PatchedQuery, Patches};
 use crate::schema::Fields;
 use crate::tokenizer::fourgram_cover;
 
@@ -24,7 +27,13 @@ pub(super) const EXACT_TIER: f32 = 10_000.0;
 
 /// The query of a request: the substring set (or, with `match=morph`, the
 /// substring set plus morpheme matches), scored for relevance when asked.
-pub fn build_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn Query> {
+/// `patches` are the attribute patches of the searcher it runs on.
+pub fn build_query(
+    fields: &Fields,
+    request: &Request,
+    scoring: bool,
+    patches: &Arc<Patches>,
+) -> Box<dyn Query> {
     // Only relevance and morpheme matching look at morphemes: a newest-first
     // substring search skips the dictionary lookup.
     let mut morphemes: Vec<String> = if request.morph || scoring {
@@ -65,7 +74,16 @@ pub fn build_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn
     let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text)];
     for (name, value) in &request.filter.attributes {
         let term = Term::from_field_text(fields.attrs, &format!("{name}={value}"));
-        let query: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::Basic));
+        let mut query: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::Basic));
+        if !patches.is_empty() {
+            // The term's postings hold what documents said before their
+            // patches: patched documents are all candidates, checked by
+            // the scan against their patches.
+            query = Box::new(BooleanQuery::new(vec![
+                (Occur::Should, query),
+                (Occur::Should, Box::new(PatchedQuery(patches.clone()))),
+            ]));
+        }
         // Must, but without adding to the score.
         must.push((Occur::Must, Box::new(BoostQuery::new(query, 0.0))));
     }

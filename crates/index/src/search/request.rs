@@ -67,6 +67,11 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Whether the rows this filter passes depend on their attributes.
+    pub(super) fn reads_attributes(&self) -> bool {
+        !self.attributes.is_empty() || !self.ranges.is_empty()
+    }
+
     pub(super) fn accepts(&self, created_at: i64, tag: u64) -> bool {
         self.source
             .is_none_or(|source| tag_source(tag) == source.index())

@@ -17,7 +17,7 @@ use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
 use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
 use super::{Partial, SourceCounts};
-use crate::attributes::SegmentAttrs;
+use crate::attributes::{AttrRequest, SegmentAttrs};
 use crate::{tag_source, DocSources};
 use crate::{IndexError, Result};
 
@@ -73,6 +73,7 @@ pub(super) struct Work<'a> {
     pub(super) scanned: &'a std::sync::atomic::AtomicU64,
     pub(super) doc_sources: &'a DocSources,
     pub(super) attr_arrays: &'a crate::attributes::AttrArrays,
+    pub(super) patches: &'a crate::patches::Patches,
 }
 
 /// The source position of every document of `segment`, one byte each:
@@ -121,6 +122,7 @@ pub(super) fn scan(
         scanned: scanned_counter,
         doc_sources: doc_sources_cache,
         attr_arrays,
+        patches,
     } = work;
     budget.check()?;
     let now = request.now;
@@ -136,7 +138,14 @@ pub(super) fn scan(
         _ => None,
     };
     let facets: &[String] = if count_facets { &request.facets } else { &[] };
-    let mut attrs = SegmentAttrs::open(segment, &filter.ranges, order, facets, attr_arrays)?;
+    let wanted = AttrRequest {
+        ranges: &filter.ranges,
+        order,
+        facets,
+        equalities: &filter.attributes,
+    };
+    let patched = patches.segment(segment.segment_id()).cloned();
+    let mut attrs = SegmentAttrs::open(segment, wanted, attr_arrays, patched)?;
     // Only newest-first follows the segment order.
     let can_stop = request.sort == Sort::Recent;
     if order.is_some() && k > 0 {
