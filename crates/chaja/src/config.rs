@@ -354,6 +354,7 @@ impl ServeArgs {
             housekeeping: m.housekeeping.max(Duration::from_millis(1)),
             batch: m.indexer_batch.max(1),
             heal_duplicates: m.heal_duplicates,
+            max_patches: m.max_patches,
         }
     }
 
@@ -632,6 +633,13 @@ pub struct MirrorArgs {
     /// off only to check that nothing ever needs it.
     #[arg(long, env = "CHAJA_HEAL_DUPLICATES", default_value_t = true, action = clap::ArgAction::Set)]
     pub heal_duplicates: bool,
+
+    /// Rows whose attributes alone changed are applied as patches, kept in
+    /// memory (a few hundred bytes each) for every search; beyond this
+    /// many, the indexer rewrites patched rows whole when it has nothing
+    /// else to do.
+    #[arg(long, env = "CHAJA_MAX_PATCHES", default_value_t = 100_000)]
+    pub max_patches: usize,
 }
 
 /// The demo platform's write limits (the built-in question/review site;

@@ -117,19 +117,7 @@ const PAGE: i64 = 5_000;
 /// `key → digest` of every live document, and the keys found more than
 /// once. Blocking.
 fn index_entries(generation: &Generation) -> Result<(HashMap<String, u64>, Vec<String>)> {
-    let searcher = generation.reader.searcher();
-    let mut entries = HashMap::with_capacity(searcher.num_docs() as usize);
-    let mut duplicates = Vec::new();
-    for segment in searcher.segment_readers() {
-        let digests = segment.fast_fields().u64("digest")?;
-        chaja_index::for_each_live_key(segment, |doc, key| {
-            let digest = digests.first(doc).unwrap_or_default();
-            if entries.insert(key.to_owned(), digest).is_some() {
-                duplicates.push(key.to_owned());
-            }
-        })?;
-    }
-    Ok((entries, duplicates))
+    Ok(generation.digests()?)
 }
 
 pub async fn verify(

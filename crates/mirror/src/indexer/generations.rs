@@ -37,6 +37,7 @@ impl Indexer {
             writer: Some(writer),
             position: Position::new(&checkpoint, Instant::now()),
             heal: Vec::new(),
+            fold: Default::default(),
         })
     }
 

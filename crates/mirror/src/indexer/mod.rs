@@ -57,6 +57,10 @@ use crate::{MirrorHandle, Running};
 use position::MAX_GAP_RUNS;
 use round::{close, Tail};
 
+/// Patched rows rewritten whole per idle round when there are too many:
+/// about half a second of analysis on two cores.
+const FOLD_BATCH: usize = 200;
+
 #[derive(Debug, Clone)]
 pub struct IndexerConfig {
     pub batch: i64,
@@ -75,6 +79,10 @@ pub struct IndexerConfig {
     /// Scan for rows indexed twice at housekeeping and reload them. Off only
     /// to prove, in tests, that nothing needs healing.
     pub heal_duplicates: bool,
+    /// Rows whose attributes may stay patched (see `chaja_index` patches):
+    /// beyond, the indexer rewrites patched rows whole, a batch per round
+    /// with nothing else to do.
+    pub max_patches: usize,
 }
 
 impl Default for IndexerConfig {
@@ -89,6 +97,7 @@ impl Default for IndexerConfig {
             keep_rows: 100_000,
             housekeeping: Duration::from_secs(10),
             heal_duplicates: true,
+            max_patches: 100_000,
         }
     }
 }
@@ -190,7 +199,14 @@ impl Indexer {
             let mut busy = false;
             let mut failed = None;
             match self.round(&mut live).await {
-                Ok(round) => busy |= round.new > 0 || round.changed,
+                Ok(round) => {
+                    busy |= round.new > 0 || round.changed;
+                    // Idle: fold patches beyond the bound back into
+                    // documents, a batch a round.
+                    if !busy {
+                        busy = live.fold_patches(self.config.max_patches, FOLD_BATCH);
+                    }
+                }
                 Err(e) => failed = Some(e),
             }
             if let (Some(tail), None) = (candidate.as_mut(), &failed) {

@@ -1,13 +1,13 @@
 //! One round of the tail: check the gaps that are due, read the next
 //! changes and the rows they name in one transaction, apply, commit.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
 use chaja_core::model::Doc;
 use chaja_core::sources::{SourceId, Sources};
-use chaja_index::{Checkpoint, DocWriter, Generation, Morphemes};
+use chaja_index::{Checkpoint, DocWriter, Generation, Indexed, Morphemes};
 use chaja_store::outbox::{self, OutboxRow};
 use chaja_store::rows::Loaded;
 use rayon::prelude::*;
@@ -99,6 +99,31 @@ pub(super) struct Tail {
     pub(super) position: Position,
     /// Rows to reload in the next round whatever the outbox says.
     pub(super) heal: Vec<(SourceId, String)>,
+    /// `key` terms of patched rows among `heal` to rewrite whole in the
+    /// next round, dropping their patches (see [`Tail::fold_patches`]).
+    pub(super) fold: HashSet<String>,
+}
+
+impl Tail {
+    /// Queues up to `batch` patched rows to be rewritten whole when the
+    /// generation holds more than `max` patches: each costs memory for as
+    /// long as it lives (its values, kept for every search), so they are
+    /// folded back into documents, in rounds with nothing else to do.
+    /// Returns whether any was queued.
+    pub(super) fn fold_patches(&mut self, max: usize, batch: usize) -> bool {
+        let patches = self.generation.view().patches.clone();
+        let excess = patches.len().saturating_sub(max);
+        if excess == 0 {
+            return false;
+        }
+        for key in patches.keys().take(excess.min(batch)) {
+            if let Some((source, key_text)) = chaja_index::parse_key_term(key) {
+                self.heal.push((source, key_text.to_owned()));
+                self.fold.insert(key.to_owned());
+            }
+        }
+        !self.fold.is_empty()
+    }
 }
 
 /// What a round did.
@@ -264,6 +289,7 @@ impl Indexer {
         let mut writer = tail.writer.take().expect("writer present between rounds");
         let generation = tail.generation.clone();
         let work = batch.work;
+        let fold = std::mem::take(&mut tail.fold);
         let span = tracing::debug_span!(
             "index_commit",
             changes = work.len(),
@@ -271,7 +297,7 @@ impl Indexer {
         );
         let joined = tokio::task::spawn_blocking(move || {
             let _enter = span.enter();
-            let result = apply(&mut writer, &generation, &work, &checkpoint);
+            let result = apply(&mut writer, &generation, &work, &fold, &checkpoint);
             (writer, result)
         })
         .await;
@@ -305,14 +331,76 @@ pub(super) async fn close(tail: Tail) {
     let _ = tokio::task::spawn_blocking(move || drop(tail)).await;
 }
 
+/// What applying one loaded row does to the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    /// The index holds the row as it is: no analysis, no write.
+    Keep,
+    /// Only attributes changed: a patch (see `chaja_index` `patches`).
+    Patch,
+    /// The attributes are back to the document's own: drop the patch.
+    Unpatch,
+    /// Text, time or key changed, or the row is new: analyse and rewrite.
+    Write,
+    Delete,
+}
+
+/// Decides each row's [`Action`] against what the index holds
+/// (`indexed`), in the work's order: a key met twice (a healed row) is
+/// decided the second time against what the first left. A patched row
+/// whose `key` term is in `fold` is rewritten whole even when it did not
+/// change.
+fn plan(
+    work: &[(SourceId, String, Option<Doc>)],
+    mut indexed: HashMap<String, Indexed>,
+    fold: &HashSet<String>,
+) -> Vec<Action> {
+    work.iter()
+        .map(|(source, key, doc)| {
+            let term = chaja_index::key_term(*source, key);
+            let Some(doc) = doc else {
+                indexed.remove(&term);
+                return Action::Delete;
+            };
+            let digest = doc.digest();
+            let held = indexed.get(&term).copied();
+            let folded = fold.contains(&term) && held.is_some_and(|h| h.patched.is_some());
+            let (action, now) = match held {
+                Some(held) if held.current() == digest && !folded => (Action::Keep, held),
+                Some(held) if held.text_digest == doc.text_digest() && !folded => {
+                    let action = if held.digest == digest {
+                        Action::Unpatch
+                    } else {
+                        Action::Patch
+                    };
+                    let patched = (action == Action::Patch).then_some(digest);
+                    (action, Indexed { patched, ..held })
+                }
+                _ => {
+                    let now = Indexed {
+                        digest,
+                        text_digest: doc.text_digest(),
+                        patched: None,
+                    };
+                    (Action::Write, now)
+                }
+            };
+            indexed.insert(term, now);
+            action
+        })
+        .collect()
+}
+
 /// Applies changes and commits them with `checkpoint`; blocking. A row
-/// whose content digest (text, time, key, attributes) equals the one its
-/// document holds is left alone: no analysis, no delete and add, whatever
-/// column the change was in. Returns the documents that changed.
+/// whose content digest (text, time, key, attributes) equals the one the
+/// index holds for it is left alone, whatever column the change was in;
+/// one whose attributes alone changed is patched, with no analysis and no
+/// delete and add of its document. Returns the rows that changed.
 pub(super) fn apply(
     writer: &mut DocWriter,
     generation: &Generation,
     work: &[(SourceId, String, Option<Doc>)],
+    fold: &HashSet<String>,
     checkpoint: &Checkpoint,
 ) -> Result<usize> {
     let started = Instant::now();
@@ -321,37 +409,52 @@ pub(super) fn apply(
         .filter(|(_, _, doc)| doc.is_some())
         .map(|(source, key, _)| (*source, key.as_str()))
         .collect();
-    let indexed = generation.digests(&upserts)?;
-    let unchanged = |source: SourceId, key: &str, doc: &Doc| {
-        indexed.get(&chaja_index::key_term(source, key)) == Some(&doc.digest())
-    };
+    let actions = plan(work, generation.indexed(&upserts)?, fold);
     // The rows to write, and their morphemes found on every core at once:
     // the Korean analysis is most of a row's cost before tantivy's own.
     let writes: Vec<&Doc> = work
         .iter()
-        .filter_map(|(source, key, doc)| doc.as_ref().filter(|d| !unchanged(*source, key, d)))
+        .zip(&actions)
+        .filter(|(_, action)| **action == Action::Write)
+        .filter_map(|((_, _, doc), _)| doc.as_ref())
         .collect();
     let mut morphemes = writes
         .par_iter()
         .map(|doc| Morphemes::of(doc))
         .collect::<Vec<_>>()
         .into_iter();
-    let skipped = upserts.len() - writes.len();
-    if skipped > 0 {
-        metrics::counter!("index_changes_unchanged_total").increment(skipped as u64);
-    }
-    // In the work's order: a key met twice (a healed row) ends as its last.
     let mut changed = 0;
-    for (source, key, doc) in work {
-        match doc {
-            Some(doc) if unchanged(*source, key, doc) => continue,
-            Some(doc) => {
+    let mut kept = 0;
+    let mut patched = 0;
+    for ((source, key, doc), action) in work.iter().zip(actions) {
+        match (action, doc) {
+            (Action::Keep, _) => {
+                kept += 1;
+                continue;
+            }
+            (Action::Write, Some(doc)) => {
                 let found = morphemes.next().expect("one analysis per write");
                 writer.upsert_with(doc, found)?;
             }
-            None => writer.delete(*source, key),
+            (Action::Patch, Some(doc)) => {
+                writer.patch(doc)?;
+                patched += 1;
+            }
+            (Action::Unpatch, _) => {
+                writer.unpatch(*source, key);
+                patched += 1;
+            }
+            (Action::Delete, _) | (Action::Write | Action::Patch, None) => {
+                writer.delete(*source, key)
+            }
         }
         changed += 1;
+    }
+    if kept > 0 {
+        metrics::counter!("index_changes_unchanged_total").increment(kept);
+    }
+    if patched > 0 {
+        metrics::counter!("index_changes_patched_total").increment(patched);
     }
     writer.commit_checkpoint(checkpoint)?;
     // Also builds the new segments' arrays (see `Generation::prime`):
@@ -360,4 +463,97 @@ pub(super) fn apply(
     metrics::histogram!("index_commit_seconds").record(started.elapsed().as_secs_f64());
     metrics::counter!("index_changes_applied_total").increment(changed as u64);
     Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chaja_core::model::{AttrValue, Key};
+
+    fn row(text: &str, likes: i64) -> Doc {
+        Doc {
+            source: SourceId::from_index(0),
+            key: Key::Int(1),
+            title: Some("제목".to_owned()),
+            body: vec![text.to_owned()],
+            created_at: 1_000,
+            attributes: vec![("likes".to_owned(), AttrValue::Int(likes))],
+        }
+    }
+
+    fn held(doc: &Doc, patched: Option<&Doc>) -> HashMap<String, Indexed> {
+        let indexed = Indexed {
+            digest: doc.digest(),
+            text_digest: doc.text_digest(),
+            patched: patched.map(Doc::digest),
+        };
+        HashMap::from([(chaja_index::key_term(doc.source, "1"), indexed)])
+    }
+
+    fn one(doc: Doc) -> Vec<(SourceId, String, Option<Doc>)> {
+        vec![(doc.source, "1".to_owned(), Some(doc))]
+    }
+
+    #[test]
+    fn each_change_is_planned_as_the_least_work_that_applies_it() {
+        let base = row("본문", 1);
+        let plan_of = |doc: Doc, patched: Option<&Doc>| {
+            plan(&one(doc), held(&base, patched), &HashSet::new())[0]
+        };
+        assert_eq!(plan_of(base.clone(), None), Action::Keep);
+        assert_eq!(plan_of(row("본문", 2), None), Action::Patch);
+        assert_eq!(plan_of(row("본문", 2), Some(&row("본문", 2))), Action::Keep);
+        assert_eq!(
+            plan_of(row("본문", 3), Some(&row("본문", 2))),
+            Action::Patch
+        );
+        assert_eq!(
+            plan_of(row("본문", 1), Some(&row("본문", 2))),
+            Action::Unpatch
+        );
+        assert_eq!(plan_of(row("바뀐 본문", 1), None), Action::Write);
+        assert_eq!(
+            plan_of(row("바뀐 본문", 2), Some(&row("본문", 2))),
+            Action::Write
+        );
+        let new = plan(&one(row("본문", 1)), HashMap::new(), &HashSet::new());
+        assert_eq!(new, vec![Action::Write]);
+        let gone = vec![(SourceId::from_index(0), "1".to_owned(), None)];
+        assert_eq!(
+            plan(&gone, held(&base, None), &HashSet::new()),
+            vec![Action::Delete]
+        );
+    }
+
+    #[test]
+    fn a_folded_row_is_rewritten_whole_only_while_it_is_patched() {
+        let base = row("본문", 1);
+        let fold = HashSet::from([chaja_index::key_term(base.source, "1")]);
+        let now = row("본문", 2);
+        let planned = |patched: Option<&Doc>| plan(&one(now.clone()), held(&base, patched), &fold);
+        assert_eq!(planned(Some(&now)), vec![Action::Write]);
+        assert_eq!(planned(None), vec![Action::Patch]);
+        let unchanged = plan(&one(base.clone()), held(&base, None), &fold);
+        assert_eq!(unchanged, vec![Action::Keep]);
+    }
+
+    #[test]
+    fn a_key_met_twice_is_planned_against_what_the_first_left() {
+        let base = row("본문", 1);
+        // Rewritten with new text, then (a healed read) its likes alone:
+        // a patch on the new document, not on the old one.
+        let mut work = one(row("새 본문", 1));
+        work.extend(one(row("새 본문", 5)));
+        assert_eq!(
+            plan(&work, held(&base, None), &HashSet::new()),
+            vec![Action::Write, Action::Patch]
+        );
+        // Deleted, then found again: written anew.
+        let mut work = vec![(SourceId::from_index(0), "1".to_owned(), None)];
+        work.extend(one(row("본문", 2)));
+        assert_eq!(
+            plan(&work, held(&base, None), &HashSet::new()),
+            vec![Action::Delete, Action::Write]
+        );
+    }
 }
