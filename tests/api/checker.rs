@@ -445,6 +445,8 @@ impl Model {
 struct Found {
     total: u64,
     hits: Vec<(String, i64)>,
+    /// Each hit's `like_count` attribute, when it has one.
+    likes: Vec<Option<i64>>,
 }
 
 impl Found {
@@ -498,18 +500,22 @@ impl Http {
         }
         let hits = body["hits"]
             .as_array()
-            .ok_or_else(|| format!("search {q:?}: no hits in {body}"))?
-            .iter()
-            .map(|h| {
-                (
-                    h["type"].as_str().unwrap_or("?").to_owned(),
-                    h["id"].as_i64().unwrap_or(-1),
-                )
-            })
-            .collect();
+            .ok_or_else(|| format!("search {q:?}: no hits in {body}"))?;
         Ok(Found {
             total: body["total"].as_u64().unwrap_or(u64::MAX),
-            hits,
+            likes: hits
+                .iter()
+                .map(|h| h["attributes"]["like_count"].as_i64())
+                .collect(),
+            hits: hits
+                .iter()
+                .map(|h| {
+                    (
+                        h["type"].as_str().unwrap_or("?").to_owned(),
+                        h["id"].as_i64().unwrap_or(-1),
+                    )
+                })
+                .collect(),
         })
     }
 
@@ -793,6 +799,9 @@ enum Op {
     /// A change of a column chaja does not read (`updated_at`, as a view
     /// counter would be): it must write nothing and change nothing.
     Counter(Key),
+    /// A like: `like_count + 1`, an attribute chaja returns, so a change
+    /// the index applies as a patch of the row's attributes.
+    Like(Key),
     DeleteReview(Key),
     DeleteQuestion(Key),
 }
@@ -959,7 +968,8 @@ impl Writer {
         match roll {
             0..30 => Op::InsertQuestion,
             30..50 => Op::InsertReview(question),
-            50..60 => Op::Counter(question),
+            50..55 => Op::Counter(question),
+            55..60 => Op::Like(question),
             60..80 => {
                 if !owned.reviews.is_empty() && self.rng.random_bool(0.4) {
                     Op::Update(*nth_key(&mut self.rng, &owned.reviews))
@@ -1091,6 +1101,15 @@ impl Writer {
                 self.touch(key, touched);
                 let query =
                     sqlx::query("UPDATE questions SET updated_at = updated_at + 1 WHERE id = ?")
+                        .bind(id);
+                let done = timed!(query.execute(&mut *conn))?;
+                self.expect_one(done.rows_affected(), "UPDATE", key, id);
+            }
+            Op::Like(key) => {
+                let id = owned.questions[&key];
+                self.touch(key, touched);
+                let query =
+                    sqlx::query("UPDATE questions SET like_count = like_count + 1 WHERE id = ?")
                         .bind(id);
                 let done = timed!(query.execute(&mut *conn))?;
                 self.expect_one(done.rows_affected(), "UPDATE", key, id);
@@ -1400,12 +1419,14 @@ struct Check {
 
 impl Check {
     /// What the index must say about one row: `Ok` or the divergence.
+    /// `likes`, when given, is the `like_count` its hit must show.
     async fn row(
         &self,
         kind: RowKind,
         id: i64,
         key: Key,
         version_token: Option<&str>,
+        likes: Option<i64>,
     ) -> Result<(), String> {
         let token = key.token();
         let found = self.http.search(&token).await?;
@@ -1430,6 +1451,13 @@ impl Check {
             return Err(format!(
                 "{} {id} ({token}) is not in its current version: {version_token} finds {current}",
                 kind.api()
+            ));
+        }
+        if likes.is_some() && found.likes != [likes] {
+            return Err(format!(
+                "{} {id} ({token}) shows like_count {:?}, the table has {likes:?}",
+                kind.api(),
+                found.likes
             ));
         }
         Ok(())
@@ -1472,7 +1500,7 @@ impl Check {
             for (key, before) in round {
                 let id = before.id.expect("settled rows have ids");
                 let version = before.live.then(|| key.version_token(before.version));
-                let result = self.row(key.kind, id, key, version.as_deref()).await;
+                let result = self.row(key.kind, id, key, version.as_deref(), None).await;
                 // Discard what a fault or a commit made meaningless.
                 if !status.still(epoch) {
                     break;
@@ -1508,28 +1536,40 @@ impl Check {
                 return (0, 0);
             }
         };
-        let mut rows: Vec<(RowKind, i64, String)> = Vec::new();
-        for (kind, table) in [
-            (RowKind::Question, "questions"),
-            (RowKind::Review, "reviews"),
+        // A question's like count is checked too: likes are applied as
+        // patches of its attributes, not as new documents.
+        let mut rows: Vec<(RowKind, i64, String, Option<i64>)> = Vec::new();
+        for (kind, sql) in [
+            (
+                RowKind::Question,
+                "SELECT id, content, CAST(like_count AS SIGNED) FROM questions ORDER BY id",
+            ),
+            (
+                RowKind::Review,
+                "SELECT id, content, NULL FROM reviews ORDER BY id",
+            ),
         ] {
-            let sql = format!("SELECT id, content FROM {table} ORDER BY id");
-            let read = sqlx::query(&sql).fetch_all(&mut conn).await.unwrap();
+            let read = sqlx::query(sql).fetch_all(&mut conn).await.unwrap();
             for row in read {
-                rows.push((kind, row.get::<i64, _>(0), row.get::<String, _>(1)));
+                rows.push((
+                    kind,
+                    row.get::<i64, _>(0),
+                    row.get::<String, _>(1),
+                    row.get::<Option<i64>, _>(2),
+                ));
             }
         }
         let _ = conn.close().await;
 
         // The tables are the truth; the model is checked against them only
         // to make sure the checker itself is sound.
-        let mut present: BTreeMap<Key, (i64, String)> = BTreeMap::new();
-        for (kind, id, content) in &rows {
+        let mut present: BTreeMap<Key, (i64, String, Option<i64>)> = BTreeMap::new();
+        for (kind, id, content, likes) in &rows {
             let key = Key::find(*kind, content);
             let version = find_version_token(content);
             match (key, version) {
                 (Some(key), Some(version)) => {
-                    present.insert(key, (*id, version.to_owned()));
+                    present.insert(key, (*id, version.to_owned(), *likes));
                 }
                 _ => self.violations.record(format!(
                     "final check: {} {id} has no checker tokens: {content:?}",
@@ -1546,14 +1586,14 @@ impl Check {
                     "model: {} was committed and never deleted, but is not in the tables",
                     key.token()
                 )),
-                (true, Some((_, version))) if *version != key.version_token(state.version) => {
+                (true, Some((_, version, _))) if *version != key.version_token(state.version) => {
                     self.violations.record(format!(
                         "model: {} should be at {}, the table has {version}",
                         key.token(),
                         key.version_token(state.version)
                     ))
                 }
-                (false, Some((id, _))) => self.violations.record(format!(
+                (false, Some((id, _, _))) => self.violations.record(format!(
                     "model: {} (id {id}) was deleted, but is in the tables",
                     key.token()
                 )),
@@ -1561,9 +1601,12 @@ impl Check {
             }
         }
 
-        let live = present.iter().map(|(key, (id, version))| {
-            let (key, id, version) = (*key, *id, version.clone());
-            async move { (key, self.row(key.kind, id, key, Some(&version)).await) }
+        let live = present.iter().map(|(key, (id, version, likes))| {
+            let (key, id, version, likes) = (*key, *id, version.clone(), *likes);
+            async move {
+                let result = self.row(key.kind, id, key, Some(&version), likes).await;
+                (key, result)
+            }
         });
         let gone_keys: Vec<Key> = model
             .rows
@@ -1575,7 +1618,7 @@ impl Check {
             let key = *key;
             // Its last id, if the INSERT ever answered; -1 otherwise.
             let id = model.rows[&key].id.unwrap_or(-1);
-            async move { (key, self.row(key.kind, id, key, None).await) }
+            async move { (key, self.row(key.kind, id, key, None, None).await) }
         });
         let mut results: Vec<(Key, Result<(), String>)> = futures::stream::iter(live)
             .buffer_unordered(PARALLEL_SEARCHES)

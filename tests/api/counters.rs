@@ -6,11 +6,18 @@
 use chaja_store::outbox;
 
 use crate::both_stores;
-use crate::helpers::{spawn_app, spawn_app_on_schema, Store, TestApp};
+use std::time::Duration;
+
+use crate::helpers::{
+    free_port, spawn_app, spawn_app_on_schema, spawn_app_on_schema_with, urlencode, wait_until,
+    Server, Store, TestApp,
+};
 
 both_stores!(
     counter_updates_write_nothing_and_read_columns_one_row_each,
     the_demos_triggers_are_upgraded_to_compare_columns,
+    attribute_updates_are_patches_that_survive_kill_9,
+    patches_beyond_the_bound_are_folded_into_documents,
 );
 
 fn board(store: Store) -> &'static [&'static str] {
@@ -21,6 +28,7 @@ fn board(store: Store) -> &'static [&'static str] {
             title VARCHAR(255) NOT NULL,
             body TEXT NOT NULL,
             view_count INT NOT NULL DEFAULT 0,
+            like_count INT NOT NULL DEFAULT 0,
             is_deleted BIT(1) NOT NULL DEFAULT b'0',
             created_at DATETIME(6) NOT NULL,
             updated_at DATETIME(6) NULL
@@ -31,6 +39,7 @@ fn board(store: Store) -> &'static [&'static str] {
             title VARCHAR(255) NOT NULL,
             body TEXT NOT NULL,
             view_count INT NOT NULL DEFAULT 0,
+            like_count INT NOT NULL DEFAULT 0,
             is_deleted INTEGER NOT NULL DEFAULT 0,
             created_at TEXT NOT NULL,
             updated_at TEXT NULL
@@ -47,6 +56,20 @@ created_at = "created_at"
 fields = ["title", "body"]
 filter = "is_deleted = 0"
 attributes = ["member_id"]
+"#;
+
+/// The board with its like count returned, filtered and sorted on.
+const BOARD_WITH_LIKES: &str = r#"
+[[source]]
+name = "post"
+table = "post"
+id = "id"
+created_at = "created_at"
+fields = ["title", "body"]
+filter = "is_deleted = 0"
+attributes = ["member_id", "like_count"]
+numeric = ["like_count"]
+sortable = ["like_count"]
 "#;
 
 async fn outbox_rows(app: &TestApp) -> i64 {
@@ -209,5 +232,187 @@ async fn the_counters_scenario_runs_on_any_table() {
         .await
         .unwrap();
     assert_eq!(views as u64, summary.executed);
+    app.finish().await;
+}
+
+/// What a server answers about the board's likes: the ids of the three
+/// most liked posts, how many have 30 or more, and post 1's like count.
+async fn likes_seen_by(port: u16) -> (Vec<i64>, u64, i64) {
+    let client = crate::http_client::Client::new();
+    let get = |query: &str| {
+        let url = format!(
+            "http://127.0.0.1:{port}/api/search?q={}{query}",
+            urlencode("게시글")
+        );
+        let client = client.clone();
+        async move {
+            let response = client.get(url).send().await.unwrap();
+            response.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let top = get("&sort=attr.like_count.desc&size=3").await;
+    let ids = top["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_i64().unwrap())
+        .collect();
+    let many = get("&attr.like_count.gte=30").await["total"]
+        .as_u64()
+        .unwrap();
+    let first = get("&attr.member_id=1").await;
+    let likes = first["hits"][0]["attributes"]["like_count"]
+        .as_i64()
+        .unwrap();
+    (ids, many, likes)
+}
+
+/// Waits until the server on `port` has applied the whole outbox.
+async fn caught_up(app: &TestApp, port: u16) {
+    let head = outbox::max_seq(app.db()).await.unwrap();
+    let client = crate::http_client::Client::new();
+    wait_until(Duration::from_secs(60), "the server catches up", || {
+        let client = client.clone();
+        async move {
+            let Ok(response) = client
+                .get(format!("http://127.0.0.1:{port}/readyz"))
+                .send()
+                .await
+            else {
+                return false;
+            };
+            let body: serde_json::Value = response.json().await.unwrap_or_default();
+            body["indexer"]["applied_seq"]
+                .as_i64()
+                .is_some_and(|applied| applied >= head)
+        }
+    })
+    .await;
+}
+
+/// A change of attributes alone (a like) is applied as a patch, not as a
+/// new document, and a patch is committed with the checkpoint like any
+/// document: after kill -9 the server answers with the new counts at
+/// once, with nothing left to replay (had the patches lived in memory
+/// only, the restarted server would show the old counts for good). A
+/// text change then rewrites the row and drops its patch; a like back to
+/// the document's count drops it too.
+async fn attribute_updates_are_patches_that_survive_kill_9(store: Store) {
+    let app = spawn_app_on_schema(store, board(store), BOARD_WITH_LIKES).await;
+    for i in 1..=10 {
+        app.sql(&format!(
+            "INSERT INTO post (member_id, title, body, created_at) VALUES ({i}, '게시글 {i}', '본문 {i}', '2026-01-{i:02} 10:00:00')"
+        ))
+        .await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = app.args.store.config.clone().unwrap();
+    let start = || {
+        Server::start(&[
+            ("DATABASE_URL", app.args.store.database_url.clone()),
+            ("CHAJA_CONFIG", config.display().to_string()),
+            ("CHAJA_INDEX_DIR", dir.path().display().to_string()),
+            ("CHAJA_BIND", format!("127.0.0.1:{port}")),
+            ("CHAJA_POLL_MS", "5".to_owned()),
+            ("CHAJA_HEAL_DUPLICATES", "false".to_owned()),
+            // Answers as of the last commit, not up to 2 s older.
+            ("CHAJA_CACHE_MAX_STALE_MS", "0".to_owned()),
+        ])
+    };
+    let mut server = start();
+    caught_up(&app, port).await;
+    assert_eq!(likes_seen_by(port).await, (vec![10, 9, 8], 0, 0));
+
+    // Likes on six posts (one back and forth), one attribute filter value.
+    for (id, likes) in [(1, 50), (2, 40), (3, 30), (4, 20), (5, 10), (6, 5), (6, 0)] {
+        let sql = format!("UPDATE post SET like_count = {likes} WHERE id = {id}");
+        assert_eq!(written(&app, &sql).await, 1);
+    }
+    assert_eq!(
+        written(
+            &app,
+            "UPDATE post SET like_count = 7, member_id = 70 WHERE id = 7"
+        )
+        .await,
+        1
+    );
+    caught_up(&app, port).await;
+    let seen = (vec![1, 2, 3], 3, 50);
+    assert_eq!(likes_seen_by(port).await, seen);
+
+    server.kill(); // SIGKILL: no shutdown, no final commit
+    let patched = || {
+        let index =
+            chaja_index::SearchIndex::open_or_create(dir.path(), app.state.search.index.sources())
+                .unwrap();
+        let live = index.live();
+        let view = live.view();
+        view.patches.len()
+    };
+    // Posts 1–5 and 7 are patched; post 6's likes are back to its
+    // document's.
+    assert_eq!(patched(), 6, "likes were not applied as patches");
+    let mut server = start();
+    caught_up(&app, port).await;
+    assert_eq!(likes_seen_by(port).await, seen, "after kill -9");
+    app.wait_indexed().await;
+    let by_member = app.search("게시글", "&attr.member_id=70").await;
+    assert_eq!(by_member["total"], 1, "{by_member}");
+
+    // New text: the document is rewritten with the likes it has now.
+    assert_eq!(
+        written(&app, "UPDATE post SET title = '게시글 고침' WHERE id = 1").await,
+        1
+    );
+    assert_eq!(
+        written(&app, "UPDATE post SET like_count = 0 WHERE id = 2").await,
+        1
+    );
+    caught_up(&app, port).await;
+    assert_eq!(likes_seen_by(port).await, (vec![1, 3, 4], 2, 50));
+    server.kill();
+    assert_eq!(patched(), 4, "a rewrite and a reset drop their patches");
+    app.wait_indexed().await;
+    app.assert_clean().await;
+    app.finish().await;
+}
+
+/// Patches cost memory for every search, so beyond `CHAJA_MAX_PATCHES`
+/// the indexer rewrites patched rows whole when it is idle: the count
+/// comes down to the bound, and the answers stay those of the table.
+async fn patches_beyond_the_bound_are_folded_into_documents(store: Store) {
+    let app = spawn_app_on_schema_with(store, board(store), BOARD_WITH_LIKES, |args| {
+        args.mirror.max_patches = 2;
+    })
+    .await;
+    for i in 1..=8 {
+        app.sql(&format!(
+            "INSERT INTO post (member_id, title, body, created_at) VALUES ({i}, '게시글 {i}', '본문 {i}', '2026-01-{i:02} 10:00:00')"
+        ))
+        .await;
+    }
+    app.wait_indexed().await;
+    app.sql("UPDATE post SET like_count = id * 10 WHERE id <= 6")
+        .await;
+    let patched = || app.state.search.index.live().view().patches.len();
+    wait_until(
+        Duration::from_secs(30),
+        "the patches are folded down to 2",
+        || {
+            let n = patched();
+            async move { n == 2 }
+        },
+    )
+    .await;
+    app.wait_indexed().await;
+    let top = app
+        .search_ids("게시글", "&sort=attr.like_count.desc&size=6")
+        .await;
+    let ids: Vec<i64> = top.iter().map(|(_, id)| *id).collect();
+    assert_eq!(ids, [6, 5, 4, 3, 2, 1]);
+    let many = app.search("게시글", "&attr.like_count.gte=30").await;
+    assert_eq!(many["total"], 4, "{many}");
+    app.assert_clean().await;
     app.finish().await;
 }

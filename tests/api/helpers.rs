@@ -120,6 +120,16 @@ pub async fn spawn_app_with(store: Store, configure: impl FnOnce(&mut ServeArgs)
 /// application that owns them would) as `config_toml` declares, after
 /// `chaja install`.
 pub async fn spawn_app_on_schema(store: Store, schema: &[&str], config_toml: &str) -> TestApp {
+    spawn_app_on_schema_with(store, schema, config_toml, |_| {}).await
+}
+
+/// Like `spawn_app_on_schema`, with settings changed by `configure`.
+pub async fn spawn_app_on_schema_with(
+    store: Store,
+    schema: &[&str],
+    config_toml: &str,
+    configure: impl FnOnce(&mut ServeArgs),
+) -> TestApp {
     let database = Database::create(store).await;
     database.run(schema).await;
     let path = database.write_config(config_toml);
@@ -134,6 +144,7 @@ pub async fn spawn_app_on_schema(store: Store, schema: &[&str], config_toml: &st
     db.pool.close().await;
     let mut args = serve_args(&database);
     args.store.config = Some(path);
+    configure(&mut args);
     start(args, database.into_fixture()).await
 }
 
@@ -276,6 +287,7 @@ fn serve_args(database: &Database) -> ServeArgs {
             gap_grace: Duration::from_secs(60),
             indexer_batch: 2000,
             heal_duplicates: false,
+            max_patches: 100_000,
         },
     }
 }

@@ -94,11 +94,12 @@ fn build(docs: &[Doc], deleted: &[usize], changed: &[Doc]) -> (tempfile::TempDir
         writer.delete(docs[i].source, &docs[i].key.text());
     }
     writer.commit(2).unwrap();
+    // Their attributes alone changed: patches, as the indexer writes them.
     for doc in changed {
-        writer.upsert(doc).unwrap();
+        writer.patch(doc).unwrap();
     }
     writer.commit(3).unwrap();
-    generation.reader.reload().unwrap();
+    generation.reload().unwrap();
     (dir, generation)
 }
 
