@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tantivy::directory::MmapDirectory;
-use tantivy::index::SegmentId;
 use tantivy::tokenizer::WhitespaceTokenizer;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument};
 
@@ -15,7 +14,8 @@ use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 
 use crate::attributes::{AttrArrays, AttrLayout, SegmentFacetValues};
 use crate::checkpoint::{read_checkpoint, Checkpoint};
-use crate::patches::{Patches, Written};
+use crate::merges::{ApartMergePolicy, SegmentKinds};
+use crate::patches::{Patches, Tracker};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::GramTokenizer;
 use crate::uid::{key_term, tag_source};
@@ -75,9 +75,11 @@ pub struct Generation {
     pub doc_sources: DocSources,
     /// What searches read: the reader's last reload and its patches.
     view: RwLock<Arc<View>>,
-    /// Each live segment's patches as read; held while the view is
-    /// refreshed, so that refreshes run one at a time.
-    written: Mutex<HashMap<SegmentId, Written>>,
+    /// What finds each reload's patches from the last one's; held while
+    /// the view is refreshed, so that refreshes run one at a time.
+    tracker: Mutex<Tracker>,
+    /// What the serving writer's merge policy reads (see `merges`).
+    kinds: Arc<RwLock<SegmentKinds>>,
 }
 
 /// A searcher and the attribute patches of the same reload (see
@@ -199,15 +201,10 @@ impl Generation {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         let layout = AttrLayout::of(sources);
-        let mut written = HashMap::new();
+        let mut tracker = Tracker::default();
         let searcher = reader.searcher();
-        let patches = Patches::next(
-            &Patches::default(),
-            &searcher,
-            &mut written,
-            &fields,
-            &layout,
-        )?;
+        let patches = tracker.next(&searcher, &fields, &layout)?;
+        let kinds = SegmentKinds::of(&tracker);
         let view = View {
             searcher,
             patches: Arc::new(patches),
@@ -234,7 +231,8 @@ impl Generation {
                 .max_capacity(1 << 30)
                 .build(),
             view: RwLock::new(Arc::new(view)),
-            written: Mutex::new(written),
+            tracker: Mutex::new(tracker),
+            kinds: Arc::new(RwLock::new(kinds)),
         })
     }
 
@@ -261,16 +259,10 @@ impl Generation {
     /// searches read. Blocking: reads the new segments' patches and finds
     /// the documents of patches that came or changed.
     fn refresh(&self) -> Result<()> {
-        let mut written = self.written.lock().expect("patch lock poisoned");
+        let mut tracker = self.tracker.lock().expect("patch lock poisoned");
         let searcher = self.reader.searcher();
-        let previous = self.view();
-        let patches = Patches::next(
-            &previous.patches,
-            &searcher,
-            &mut written,
-            &self.fields,
-            &self.layout,
-        )?;
+        let patches = tracker.next(&searcher, &self.fields, &self.layout)?;
+        *self.kinds.write().expect("segment kinds lock poisoned") = SegmentKinds::of(&tracker);
         *self.view.write().expect("view lock poisoned") = Arc::new(View {
             searcher,
             patches: Arc::new(patches),
@@ -370,7 +362,8 @@ impl Generation {
                 while doc != tantivy::TERMINATED {
                     if alive.is_none_or(|a| a.is_alive(doc)) {
                         if let Some(d) = digest.first(doc) {
-                            let patched = view.patches.get(&term_text).map(|p| p.digest);
+                            let patched =
+                                view.patches.at(segment.segment_id(), doc).map(|p| p.digest);
                             let indexed = Indexed {
                                 digest: d,
                                 text_digest: text_digest.first(doc).unwrap_or_default(),
@@ -454,15 +447,29 @@ impl Generation {
         (analyzer.to_owned(), normalization.to_owned())
     }
 
-    /// A writer with a thread per core, as many as `memory_budget` allows.
+    /// The serving writer: one indexing thread, merging segments of
+    /// patches apart from segments of documents (see `merges`).
+    ///
+    /// Every round commits, and a commit ends one segment per indexing
+    /// thread and starts new ones, a fixed cost whatever was written. A
+    /// storm of 500 likes a second (100k rows, 2 cores) took 181 ms a
+    /// commit on two threads and 77 ms on one, and its changes were
+    /// searchable in p99 1.1 s against 0.36 s; text changes lost less than
+    /// machine noise. The rows' analysis runs on every core before them
+    /// (see the mirror's `round`), as a rebuild's runs beside its one
+    /// indexing thread.
     pub fn writer(&self, memory_budget: usize) -> Result<DocWriter> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        self.writer_with_threads(memory_budget, cores)
+        let writer = self.writer_with_threads(memory_budget, 1)?;
+        writer
+            .writer
+            .set_merge_policy(Box::new(ApartMergePolicy::new(self.kinds.clone())));
+        Ok(writer)
     }
 
     /// A writer with up to `threads` indexing threads sharing
     /// `memory_budget`: as many as the budget allows, as `Index::writer`
-    /// does. tantivy refuses less than 15 MB per thread (its
+    /// does, with tantivy's merge policy (a rebuild writes no patches).
+    /// tantivy refuses less than 15 MB per thread (its
     /// `MEMORY_BUDGET_NUM_BYTES_MIN`, not exported) and more than 8 threads.
     pub fn writer_with_threads(&self, memory_budget: usize, threads: usize) -> Result<DocWriter> {
         let threads = threads.min(8).min(memory_budget / 15_000_000).max(1);

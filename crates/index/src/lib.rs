@@ -33,6 +33,7 @@ mod disk;
 mod error;
 mod generation;
 mod live;
+mod merges;
 pub mod morph;
 mod patches;
 pub mod schema;

@@ -46,7 +46,6 @@
 //! which BM25's idf reads: a few thousand patches in a million rows move
 //! scores by well under a percent.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -56,6 +55,12 @@ use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{DocId, DocSet, Searcher, SegmentReader, TantivyDocument, Term, TERMINATED};
 
 use chaja_core::model::AttrValue;
+// foldhash: these maps are rebuilt at every reload, keyed by short keys,
+// where std's SipHash showed in profiles of a storm of likes.
+use foldhash::{HashMap, HashMapExt};
+use std::collections::BTreeMap;
+// Per segment: few entries.
+use std::collections::{HashMap as SegmentMap, HashSet as SegmentSet};
 
 use crate::attributes::AttrLayout;
 use crate::schema::Fields;
@@ -158,16 +163,14 @@ pub(crate) struct SegmentPatches {
 static STAMPS: AtomicU64 = AtomicU64::new(1);
 
 impl SegmentPatches {
-    fn new(max_doc: DocId, mut entries: Vec<(DocId, Arc<str>, Arc<Patch>)>) -> SegmentPatches {
-        entries.sort_unstable_by_key(|e| e.0);
-        entries.dedup_by_key(|e| e.0);
+    fn new(max_doc: DocId, entries: &Placed) -> SegmentPatches {
         let mut bits = vec![0u64; (max_doc as usize).div_ceil(64)];
-        for (doc, _, _) in &entries {
+        for doc in entries.keys() {
             bits[*doc as usize / 64] |= 1 << (doc % 64);
         }
         SegmentPatches {
-            docs: entries.iter().map(|e| e.0).collect(),
-            patches: entries.into_iter().map(|(_, k, p)| (k, p)).collect(),
+            docs: entries.keys().copied().collect(),
+            patches: entries.values().cloned().collect(),
             bits,
             stamp: STAMPS.fetch_add(1, Ordering::Relaxed),
         }
@@ -184,27 +187,24 @@ impl SegmentPatches {
         Some(&self.patches[i].1)
     }
 
-    fn entries(&self) -> impl Iterator<Item = (DocId, &Arc<str>, &Arc<Patch>)> {
-        self.docs
-            .iter()
-            .zip(&self.patches)
-            .map(|(doc, (key, patch))| (*doc, key, patch))
+    fn entries(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<Patch>)> {
+        self.patches.iter().map(|(key, patch)| (key, patch))
     }
 }
 
 /// The patches written in one segment, alive or not: read once per
 /// segment, since a segment never changes but for deletes.
-pub(crate) type Written = Arc<[(DocId, Arc<str>, Arc<Patch>)]>;
+type Written = Arc<[(DocId, Arc<str>, Arc<Patch>)]>;
+/// A segment's patched documents, each with its key and patch, in doc order.
+type Placed = BTreeMap<DocId, (Arc<str>, Arc<Patch>)>;
 
-/// The live patches of a searcher's segments, and where their documents
-/// are.
+/// The patches of one reload, as searches read them: each segment's
+/// patched documents.
 #[derive(Default)]
 pub struct Patches {
-    by_key: HashMap<Arc<str>, Arc<Patch>>,
-    /// The segments that hold patched documents.
-    segments: HashMap<SegmentId, Arc<SegmentPatches>>,
-    /// Every segment these were found for, patched or not.
-    seen: HashSet<SegmentId>,
+    segments: SegmentMap<SegmentId, Arc<SegmentPatches>>,
+    /// Rows whose documents are patched.
+    rows: usize,
     /// Live patch documents: what `Generation::num_docs` leaves out.
     pub(crate) documents: u64,
 }
@@ -212,7 +212,7 @@ pub struct Patches {
 impl std::fmt::Debug for Patches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Patches")
-            .field("rows", &self.by_key.len())
+            .field("rows", &self.rows)
             .field("segments", &self.segments.len())
             .finish()
     }
@@ -221,16 +221,11 @@ impl std::fmt::Debug for Patches {
 impl Patches {
     /// Rows whose attributes are patched.
     pub fn len(&self) -> usize {
-        self.by_key.len()
+        self.rows
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_key.is_empty()
-    }
-
-    /// The patch of the row whose `key` term this is.
-    pub(crate) fn get(&self, key_term: &str) -> Option<&Arc<Patch>> {
-        self.by_key.get(key_term)
+        self.rows == 0
     }
 
     /// The patched documents of a segment, if it has any.
@@ -238,149 +233,345 @@ impl Patches {
         self.segments.get(&id)
     }
 
+    /// The patch of document `doc` of segment `id`, if it has one.
+    pub(crate) fn at(&self, id: SegmentId, doc: DocId) -> Option<&Patch> {
+        self.segments.get(&id)?.get(doc)
+    }
+
+    /// Each patched row's `key` term and patch, in no particular order.
+    fn entries(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<Patch>)> {
+        self.segments.values().flat_map(|s| s.entries())
+    }
+
     /// Each patched row's `key` term, in no particular order.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.by_key.keys().map(|key| &**key)
+        self.entries().map(|(key, _)| &**key)
     }
 
     /// Each patched row's `key` term and content digest.
     pub fn digests(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.by_key
+        self.entries().map(|(key, patch)| (&**key, patch.digest))
+    }
+}
+
+/// A row's live patch: its patch document, and the row's document once
+/// found.
+struct Row {
+    patch_at: (SegmentId, DocId),
+    patch: Arc<Patch>,
+    doc: Option<(SegmentId, DocId)>,
+}
+
+/// A segment as the tracker last saw it.
+struct Seen {
+    written: Written,
+    deleted: u32,
+    max_doc: DocId,
+}
+
+/// What finds each reload's patches from the last one's: kept across
+/// reloads (by `Generation`, one refresh at a time), so that a reload costs
+/// what changed since the last, not what is patched. A segment's documents
+/// never move and never come back once deleted, so a row's patch and
+/// document, once found, are looked for again only when their segment is
+/// merged away or they are deleted.
+#[derive(Default)]
+pub(crate) struct Tracker {
+    seen: SegmentMap<SegmentId, Seen>,
+    rows: HashMap<Arc<str>, Row>,
+    /// Each segment's patched documents: what `publish` makes
+    /// `SegmentPatches` of.
+    placed: SegmentMap<SegmentId, Placed>,
+    published: SegmentMap<SegmentId, Arc<SegmentPatches>>,
+    /// Segments whose patched documents changed since the last publish.
+    dirty: SegmentSet<SegmentId>,
+}
+
+impl Tracker {
+    /// The segments seen so far, and those that hold only patches (see
+    /// `merges`).
+    pub(crate) fn kinds(&self) -> (SegmentSet<SegmentId>, SegmentSet<SegmentId>) {
+        let known = self.seen.keys().copied().collect();
+        let patches_only = self
+            .seen
             .iter()
-            .map(|(key, patch)| (&**key, patch.digest))
+            .filter(|(_, s)| !s.written.is_empty() && s.written.len() as u32 == s.max_doc)
+            .map(|(id, _)| *id)
+            .collect();
+        (known, patches_only)
     }
 
-    /// The patches of `searcher`'s segments, found from `previous` (those
-    /// of the searcher before): only the segments that are new, and the
-    /// rows whose patch came, went or changed, are looked up. `written`
-    /// keeps each segment's patches as read, across calls. Blocking.
+    fn place(&mut self, key: &Arc<str>, at: (SegmentId, DocId), patch: &Arc<Patch>) {
+        self.placed
+            .entry(at.0)
+            .or_default()
+            .insert(at.1, (key.clone(), patch.clone()));
+        self.dirty.insert(at.0);
+    }
+
+    fn unplace(&mut self, at: (SegmentId, DocId)) {
+        if let Some(placed) = self.placed.get_mut(&at.0) {
+            placed.remove(&at.1);
+        }
+        self.dirty.insert(at.0);
+    }
+
+    /// The patches of `searcher`'s segments. Blocking: reads the new
+    /// segments' patches and finds the documents of rows patched anew.
     pub(crate) fn next(
-        previous: &Patches,
+        &mut self,
         searcher: &Searcher,
-        written: &mut HashMap<SegmentId, Written>,
         fields: &Fields,
         layout: &AttrLayout,
     ) -> crate::Result<Patches> {
         let segments = searcher.segment_readers();
-        let mut by_key: HashMap<Arc<str>, Arc<Patch>> = HashMap::new();
-        let mut documents = 0;
-        let mut seen = HashSet::with_capacity(segments.len());
+        let ids: SegmentSet<SegmentId> = segments.iter().map(|s| s.segment_id()).collect();
+        let removed: Vec<SegmentId> = self
+            .seen
+            .keys()
+            .filter(|id| !ids.contains(id))
+            .copied()
+            .collect();
+        // Segments read before whose deletes moved: patches and documents
+        // there may be gone.
+        let mut deleted_in: SegmentMap<SegmentId, &SegmentReader> = SegmentMap::new();
         for segment in segments {
-            let id = segment.segment_id();
-            seen.insert(id);
-            let patches = match written.get(&id) {
-                Some(patches) => patches.clone(),
-                None => {
-                    let patches = read_written(segment, fields, layout)?;
-                    written.insert(id, patches.clone());
-                    patches
-                }
-            };
-            let alive = segment.alive_bitset();
-            for (doc, key, patch) in patches.iter() {
-                if alive.is_none_or(|a| a.is_alive(*doc)) {
-                    documents += 1;
-                    by_key.insert(key.clone(), patch.clone());
+            if let Some(seen) = self.seen.get_mut(&segment.segment_id()) {
+                if seen.deleted != segment.num_deleted_docs() {
+                    seen.deleted = segment.num_deleted_docs();
+                    deleted_in.insert(segment.segment_id(), segment);
                 }
             }
         }
-        written.retain(|id, _| seen.contains(id));
-        let mut found_in: HashMap<SegmentId, Arc<SegmentPatches>> = HashMap::new();
-        if !by_key.is_empty() {
-            let digest =
-                |map: &HashMap<Arc<str>, Arc<Patch>>, key: &str| map.get(key).map(|p| p.digest);
-            let changed: HashSet<Arc<str>> = previous
-                .by_key
-                .keys()
-                .chain(by_key.keys())
-                .filter(|key| digest(&previous.by_key, key) != digest(&by_key, key))
+
+        // 1. Patch documents gone: deleted, or in a segment merged away
+        // (a merge carries the live ones into a new segment, read below).
+        let mut lost: HashMap<Arc<str>, Option<(SegmentId, DocId)>> = HashMap::new();
+        let mut gone = Vec::new();
+        for (id, segment) in &deleted_in {
+            let alive = segment.alive_bitset();
+            for (doc, key, _) in self.seen[id].written.iter() {
+                if alive.is_some_and(|a| a.is_deleted(*doc)) {
+                    gone.push((key.clone(), (*id, *doc)));
+                }
+            }
+        }
+        for id in &removed {
+            let seen = self.seen.remove(id).expect("a removed segment was seen");
+            gone.extend(
+                seen.written
+                    .iter()
+                    .map(|(doc, key, _)| (key.clone(), (*id, *doc))),
+            );
+        }
+        for (key, at) in gone {
+            if self.rows.get(&key).is_some_and(|row| row.patch_at == at) {
+                let row = self.rows.remove(&key).expect("present");
+                lost.insert(key, row.doc);
+            }
+        }
+
+        // 2. Documents gone, of rows still patched or lost above.
+        let mut unplaced = Vec::new();
+        for id in removed.iter().chain(deleted_in.keys()) {
+            let alive = deleted_in.get(id).and_then(|s| s.alive_bitset());
+            let merged_away = !deleted_in.contains_key(id);
+            for (doc, (key, _)) in self.placed.get(id).into_iter().flatten() {
+                if merged_away || alive.is_some_and(|a| a.is_deleted(*doc)) {
+                    unplaced.push((key.clone(), (*id, *doc)));
+                }
+            }
+        }
+        for (key, at) in unplaced {
+            self.unplace(at);
+            if let Some(row) = self.rows.get_mut(&key) {
+                row.doc = None;
+            }
+            if let Some(doc) = lost.get_mut(&key) {
+                *doc = None;
+            }
+        }
+        for id in &removed {
+            self.placed.remove(id);
+            self.published.remove(id);
+            self.dirty.remove(id);
+        }
+
+        // 3. The new segments' patches: each live one is its row's patch,
+        // replacing any older.
+        let new: Vec<&SegmentReader> = segments
+            .iter()
+            .filter(|s| !self.seen.contains_key(&s.segment_id()))
+            .collect();
+        let mut fresh: Vec<Arc<str>> = Vec::new();
+        for segment in &new {
+            let id = segment.segment_id();
+            let written = read_written(segment, fields, layout)?;
+            let alive = segment.alive_bitset();
+            for (doc, key, patch) in written.iter() {
+                if alive.is_some_and(|a| a.is_deleted(*doc)) {
+                    continue;
+                }
+                let doc_at = match (self.rows.remove(key), lost.remove(key)) {
+                    (Some(row), _) => row.doc,
+                    (None, Some(doc_at)) => doc_at,
+                    (None, None) => {
+                        fresh.push(key.clone());
+                        None
+                    }
+                };
+                if let Some(at) = doc_at {
+                    self.place(key, at, patch);
+                }
+                let row = Row {
+                    patch_at: (id, *doc),
+                    patch: patch.clone(),
+                    doc: doc_at,
+                };
+                self.rows.insert(key.clone(), row);
+            }
+            self.seen.insert(
+                id,
+                Seen {
+                    written,
+                    deleted: segment.num_deleted_docs(),
+                    max_doc: segment.max_doc(),
+                },
+            );
+        }
+        // Rows whose patch is gone for good: their documents are plain.
+        for (_, doc_at) in lost {
+            if let Some(at) = doc_at {
+                self.unplace(at);
+            }
+        }
+
+        // 4. Documents of rows that have none placed: in a new segment,
+        // or (a row patched anew, or one whose document was merged away or
+        // rewritten) in any. A row found nowhere before is looked for in
+        // new segments only: a segment read before gains no documents.
+        let homeless: SegmentSet<Arc<str>> = self
+            .rows
+            .iter()
+            .filter(|(_, row)| row.doc.is_none())
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut found: Vec<(Arc<str>, (SegmentId, DocId))> = Vec::new();
+        if !homeless.is_empty() {
+            for segment in &new {
+                let id = segment.segment_id();
+                // A term lookup costs about as much as reading five keys
+                // of the segment's column.
+                if homeless.len() * 5 < segment.num_docs() as usize {
+                    let finder = Finder::new(std::slice::from_ref(*segment), fields)?;
+                    finder.each(homeless.iter().cloned(), |_, key, doc| {
+                        found.push((key, (id, doc)));
+                    })?;
+                } else {
+                    for_each_live_key(segment, |doc, key| {
+                        if let Some(key) = homeless.get(key) {
+                            found.push((key.clone(), (id, doc)));
+                        }
+                    })?;
+                }
+            }
+            let placed_now: SegmentSet<&Arc<str>> = found.iter().map(|(k, _)| k).collect();
+            // Only a row patched anew can have its document in a segment
+            // read before: any other row's document was found before, or
+            // moved (merged, rewritten) into a new segment.
+            let anew: Vec<Arc<str>> = fresh
+                .iter()
+                .filter(|key| homeless.contains(*key) && !placed_now.contains(key))
                 .cloned()
                 .collect();
-            for segment in segments {
-                let id = segment.segment_id();
-                let found = if previous.seen.contains(&id) {
-                    let before = previous.segments.get(&id);
-                    if changed.is_empty() {
-                        before.cloned()
-                    } else {
-                        // Keep what did not change, look up what did.
-                        let mut entries = Vec::new();
-                        let mut dropped = 0;
-                        for (doc, key, patch) in before.into_iter().flat_map(|b| b.entries()) {
-                            if changed.contains(key) {
-                                dropped += 1;
-                            } else {
-                                entries.push((doc, key.clone(), patch.clone()));
-                            }
-                        }
-                        let keys = changed
-                            .iter()
-                            .filter_map(|key| Some((key.clone(), by_key.get(key)?)));
-                        let added = look_up(segment, fields, keys, &mut entries)?;
-                        if dropped + added == 0 {
-                            before.cloned()
-                        } else {
-                            (!entries.is_empty())
-                                .then(|| Arc::new(SegmentPatches::new(segment.max_doc(), entries)))
-                        }
-                    }
-                } else {
-                    let mut entries = Vec::new();
-                    // A term lookup costs about as much as reading five
-                    // keys of the segment's column.
-                    if by_key.len() * 5 < segment.num_docs() as usize {
-                        let keys = by_key.iter().map(|(k, p)| (k.clone(), p));
-                        look_up(segment, fields, keys, &mut entries)?;
-                    } else {
-                        for_each_live_key(segment, |doc, key| {
-                            if let Some((key, patch)) = by_key.get_key_value(key) {
-                                entries.push((doc, key.clone(), patch.clone()));
-                            }
-                        })?;
-                    }
-                    (!entries.is_empty())
-                        .then(|| Arc::new(SegmentPatches::new(segment.max_doc(), entries)))
-                };
-                if let Some(found) = found {
-                    found_in.insert(id, found);
+            let old: Vec<SegmentReader> = segments
+                .iter()
+                .filter(|s| new.iter().all(|n| n.segment_id() != s.segment_id()))
+                .cloned()
+                .collect();
+            Finder::new(&old, fields)?.each(anew.into_iter(), |id, key, doc| {
+                found.push((key, (id, doc)));
+            })?;
+        }
+        for (key, at) in found {
+            if let Some(row) = self.rows.get_mut(&key) {
+                row.doc = Some(at);
+                let patch = row.patch.clone();
+                self.place(&key, at, &patch);
+            }
+        }
+
+        // 5. Publish: segments whose patched documents changed get a new
+        // stamp; the others keep theirs, and the counts cached under it.
+        for id in std::mem::take(&mut self.dirty) {
+            let Some(segment) = segments.iter().find(|s| s.segment_id() == id) else {
+                continue;
+            };
+            match self.placed.get(&id).filter(|p| !p.is_empty()) {
+                Some(placed) => {
+                    let patches = SegmentPatches::new(segment.max_doc(), placed);
+                    self.published.insert(id, Arc::new(patches));
+                }
+                None => {
+                    self.placed.remove(&id);
+                    self.published.remove(&id);
                 }
             }
         }
         Ok(Patches {
-            by_key,
-            segments: found_in,
-            seen,
-            documents,
+            segments: self.published.clone(),
+            rows: self.placed.values().map(BTreeMap::len).sum(),
+            documents: self.rows.len() as u64,
         })
     }
 }
 
-/// Adds to `entries` the live document of `segment` whose key each of
-/// `keys` is, with its patch. Returns how many were found.
-fn look_up<'a>(
-    segment: &SegmentReader,
-    fields: &Fields,
-    keys: impl Iterator<Item = (Arc<str>, &'a Arc<Patch>)>,
-    entries: &mut Vec<(DocId, Arc<str>, Arc<Patch>)>,
-) -> tantivy::Result<usize> {
-    let inverted = segment.inverted_index(fields.key)?;
-    let alive = segment.alive_bitset();
-    let mut found = 0;
-    for (key, patch) in keys {
-        let term = Term::from_field_text(fields.key, &key);
-        let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::Basic)? else {
-            continue;
-        };
-        let mut doc = postings.doc();
-        while doc != TERMINATED {
-            if alive.is_none_or(|a| a.is_alive(doc)) {
-                entries.push((doc, key.clone(), patch.clone()));
-                found += 1;
-            }
-            doc = postings.advance();
-        }
+/// Finds rows' live documents by key in some segments, each key's in the
+/// first segment that has it alive (a row has one live document).
+struct Finder<'a> {
+    segments: Vec<(&'a SegmentReader, Arc<tantivy::InvertedIndexReader>)>,
+    key: tantivy::schema::Field,
+}
+
+impl<'a> Finder<'a> {
+    fn new(segments: &'a [SegmentReader], fields: &Fields) -> tantivy::Result<Finder<'a>> {
+        let segments = segments
+            .iter()
+            .map(|s| Ok((s, s.inverted_index(fields.key)?)))
+            .collect::<tantivy::Result<_>>()?;
+        Ok(Finder {
+            segments,
+            key: fields.key,
+        })
     }
-    Ok(found)
+
+    /// Calls `found` with the segment and the live document of each of
+    /// `keys` that has one here.
+    fn each(
+        &self,
+        keys: impl Iterator<Item = Arc<str>>,
+        mut found: impl FnMut(SegmentId, Arc<str>, DocId),
+    ) -> tantivy::Result<()> {
+        for key in keys {
+            let term = Term::from_field_text(self.key, &key);
+            'segments: for (segment, inverted) in &self.segments {
+                let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::Basic)?
+                else {
+                    continue;
+                };
+                let alive = segment.alive_bitset();
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if alive.is_none_or(|a| a.is_alive(doc)) {
+                        found(segment.segment_id(), key, doc);
+                        break 'segments;
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The patches `segment` holds, alive or not. They sort last (see
@@ -406,18 +597,24 @@ fn read_written(
             lo = mid + 1;
         }
     }
+    // Each patch's key from the column's dictionary, streamed once: a
+    // lookup by ordinal decompresses a dictionary block per patch.
+    let mut terms: Vec<Arc<str>> = Vec::with_capacity(keys.num_terms());
+    let mut stream = keys.dictionary().stream()?;
+    while stream.advance() {
+        terms.push(Arc::from(String::from_utf8_lossy(stream.key()).as_ref()));
+    }
     let store = segment.get_store_reader(1)?;
     let mut out = Vec::new();
-    let mut key = String::new();
     for doc in lo..segment.max_doc() {
-        let Some(ord) = keys.term_ords(doc).next() else {
+        let Some(key) = keys
+            .term_ords(doc)
+            .next()
+            .and_then(|ord| terms.get(ord as usize))
+        else {
             continue;
         };
-        key.clear();
-        if !keys.ord_to_str(ord, &mut key)? {
-            continue;
-        }
-        let Some((source, _)) = parse_key_term(&key) else {
+        let Some((source, _)) = parse_key_term(key) else {
             continue;
         };
         let stored: TantivyDocument = store.get(doc)?;
@@ -428,7 +625,7 @@ fn read_written(
             .to_owned();
         let digest = digests.first(doc).unwrap_or_default();
         let patch = Patch::new(json, digest, layout.numeric(source), layout.facets(source));
-        out.push((doc, Arc::from(key.as_str()), Arc::new(patch)));
+        out.push((doc, key.clone(), Arc::new(patch)));
     }
     Ok(Arc::from(out))
 }
@@ -535,17 +732,17 @@ mod tests {
         assert!(patch.has_value("likes", "-3"));
         assert!(!patch.has_value("likes", "3"));
         assert!(!patch.has_value("tag", ""), "NULL matches no value");
-        let bits = SegmentPatches::new(
-            100,
-            vec![
-                (64, Arc::from("0:1"), Arc::new(patch)),
+        let placed = BTreeMap::from([
+            (64, (Arc::from("0:1"), Arc::new(patch))),
+            (
+                3,
                 (
-                    3,
                     Arc::from("0:2"),
                     Arc::new(Patch::new("{}".into(), 1, &[], &[])),
                 ),
-            ],
-        );
+            ),
+        ]);
+        let bits = SegmentPatches::new(100, &placed);
         assert!(bits.get(64).is_some_and(|p| p.digest == 7));
         assert!(bits.get(3).is_some_and(|p| p.digest == 1));
         assert!(bits.get(4).is_none() && bits.get(99).is_none() && bits.get(1000).is_none());

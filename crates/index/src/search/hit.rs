@@ -29,7 +29,8 @@ pub(super) fn load_hit(
     let title = text(fields.title);
     let key_term = text(fields.key).unwrap_or_default();
     // A patched row's attributes are its patch's (see `patches`).
-    let attributes = match patches.get(&key_term) {
+    let segment_id = searcher.segment_reader(address.segment_ord).segment_id();
+    let attributes = match patches.at(segment_id, address.doc_id) {
         Some(patch) => Some(patch.json.clone()),
         None => text(fields.attributes),
     };
