@@ -8,7 +8,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
-use chaja_core::clock::now_ms;
 use chaja_mirror::STUCK_AFTER;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -106,13 +105,9 @@ impl Readiness {
         // From the background check: a probe never takes a connection.
         let health = state.mirror.health.current();
         let progress = &state.mirror.progress;
-        let (backlog, seconds_behind) = match health.and_then(|h| h.backlog) {
-            Some((backlog, oldest)) => (
-                Some(backlog),
-                Some(oldest.map_or(0.0, |t| (now_ms() - t).max(0) as f64 / 1000.0)),
-            ),
-            None => (None, None),
-        };
+        let backlog = health.and_then(|h| h.backlog);
+        let (backlog, seconds_behind) =
+            (backlog.map(|b| b.rows), backlog.map(|b| b.seconds_behind));
         Readiness {
             database: health.is_some_and(|h| h.database),
             stopped: progress.is_stopped(),

@@ -30,12 +30,23 @@ const FRESH_FOR: Duration = Duration::from_secs(5);
 pub struct Finding {
     /// The database answered within the timeout.
     pub database: bool,
-    /// Outbox rows past the applied position, and the oldest one's time in
-    /// epoch milliseconds; `None` when the database did not answer.
-    pub backlog: Option<(i64, Option<i64>)>,
+    /// The outbox past the applied position; `None` when the database did
+    /// not answer.
+    pub backlog: Option<Backlog>,
     /// The read replica the indexer tails, when one is configured.
     pub replica: Option<ReplicaFinding>,
     pub at: Instant,
+}
+
+/// The outbox rows the indexer has not applied, as one check found them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backlog {
+    pub rows: i64,
+    /// The age of the oldest of them when the check answered, in seconds;
+    /// 0 when there are none. Taken at the check, not when a probe reads
+    /// it: a probe up to a second after the check would otherwise add its
+    /// wait to the age of a row the indexer may have applied since.
+    pub seconds_behind: f64,
 }
 
 /// How far the read replica is behind the primary, in outbox terms: the
@@ -117,7 +128,14 @@ async fn check(db: &Db, applied: i64) -> Finding {
     let backlog = tokio::time::timeout(CHECK_TIMEOUT, outbox::backlog(db, applied))
         .await
         .ok()
-        .and_then(Result::ok);
+        .and_then(Result::ok)
+        .map(|(rows, oldest)| {
+            let now = chaja_core::clock::now_ms();
+            Backlog {
+                rows,
+                seconds_behind: oldest.map_or(0.0, |t| (now - t).max(0) as f64 / 1000.0),
+            }
+        });
     // The backlog query answering is the ping; a database that answers a
     // ping but not it (a missing table) is still up.
     let database = backlog.is_some()
