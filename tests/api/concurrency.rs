@@ -160,6 +160,76 @@ async fn cached_answers_follow_commits_while_a_gap_holds_the_position() {
     app.finish().await;
 }
 
+/// A transaction held open (allowed for minutes) holds the recorded
+/// position below its outbox id, while the rows committed after it are
+/// applied. They are not a lag: `/readyz` must stay ready past
+/// `CHAJA_MAX_LAG_SECS`. Before, the age of the oldest row past the
+/// recorded position counted, so every replica turned not ready once such
+/// a transaction outlived the bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_held_open_is_no_lag() {
+    let app = spawn_app_with(Store::MySql, |a| {
+        a.mirror.max_lag = Duration::from_secs(1);
+    })
+    .await;
+    let user = app.create_user("u").await;
+    let mut open = app
+        .open_transaction(Some(&format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '열린', '본문')"
+        )))
+        .await;
+    app.create_question(user, "지연없음 하나", "본문").await;
+    wait_total(&app, "지연없음", 1, Duration::from_secs(10)).await;
+    // Two health checks (one a second) after the applied row is over the
+    // bound's age.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (status, ready) = app.get("/readyz").await;
+    assert_eq!(status, 200, "{ready}");
+    assert!(
+        ready["indexer"]["seconds_behind"].as_f64().unwrap() < 1.0,
+        "{ready}"
+    );
+    exec(&mut open, "ROLLBACK").await;
+    app.finish().await;
+}
+
+/// The other side of `a_transaction_held_open_is_no_lag`: a committed
+/// change the indexer has not read makes `/readyz` not ready once it is
+/// older than `CHAJA_MAX_LAG_SECS`, and ready again once it is applied.
+/// The indexer polls once a minute here and the row is written by plain
+/// SQL, which wakes nothing, so it stays unread until woken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unread_change_past_the_bound_is_a_lag() {
+    let app = spawn_app_with(Store::MySql, |a| {
+        a.mirror.max_lag = Duration::from_secs(1);
+        a.mirror.poll = Duration::from_secs(60);
+    })
+    .await;
+    let user = app.create_user("u").await;
+    app.wait_indexed().await;
+    let mut writer = app
+        .open_transaction(Some(&format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '밀린글', '본문')"
+        )))
+        .await;
+    exec(&mut writer, "COMMIT").await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (status, ready) = app.get("/readyz").await;
+    assert_eq!(status, 503, "{ready}");
+    assert_eq!(ready["indexer"]["lagging"], true, "{ready}");
+    assert!(
+        ready["indexer"]["seconds_behind"].as_f64().unwrap() >= 1.0,
+        "{ready}"
+    );
+    app.state.mirror.wake.notify_one();
+    wait_total(&app, "밀린글", 1, Duration::from_secs(10)).await;
+    wait_until(Duration::from_secs(10), "never ready again", || async {
+        app.get("/readyz").await.0 == 200
+    })
+    .await;
+    app.finish().await;
+}
+
 /// Rows the live generation has and a rebuilt one does not have yet (it
 /// replays them from the outbox) never disappear from search at the swap.
 /// Before, the swap came first and the replay after.

@@ -30,15 +30,15 @@ const FRESH_FOR: Duration = Duration::from_secs(5);
 pub struct Finding {
     /// The database answered within the timeout.
     pub database: bool,
-    /// The outbox past the applied position; `None` when the database did
-    /// not answer.
+    /// The outbox rows the indexer has not read (see
+    /// `Progress::unread_after`); `None` when the database did not answer.
     pub backlog: Option<Backlog>,
     /// The read replica the indexer tails, when one is configured.
     pub replica: Option<ReplicaFinding>,
     pub at: Instant,
 }
 
-/// The outbox rows the indexer has not applied, as one check found them.
+/// The outbox rows the indexer has not read, as one check found them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backlog {
     pub rows: i64,
@@ -111,7 +111,7 @@ impl Health {
     ) {
         let mut primary_seen = std::collections::VecDeque::new();
         loop {
-            let mut finding = check(&db, progress.applied_seq()).await;
+            let mut finding = check(&db, progress.unread_after()).await;
             if let Some(replica) = &replica {
                 finding.replica = Some(check_replica(&db, replica, &mut primary_seen).await);
             }

@@ -33,6 +33,10 @@ pub struct Progress {
     /// Every outbox change up to here is visible to searches, except gaps
     /// past their grace period, which are still re-read.
     applied_seq: AtomicI64,
+    /// The newest outbox id applied. Ids between `applied_seq` and here
+    /// are applied too, except gaps: ids of transactions still open (or
+    /// rolled back), whose rows come when they commit.
+    newest_seq: AtomicI64,
     /// When the last batch became visible, in epoch milliseconds.
     last_commit_ms: AtomicI64,
     /// Changes whenever what searches see changes (see [`Version`]).
@@ -69,6 +73,7 @@ impl Default for Progress {
     fn default() -> Progress {
         Progress {
             applied_seq: AtomicI64::new(0),
+            newest_seq: AtomicI64::new(0),
             last_commit_ms: AtomicI64::new(0),
             version: Version::default(),
             last_tick_ms: AtomicI64::new(chaja_core::clock::now_ms()),
@@ -87,6 +92,15 @@ impl Default for Progress {
 impl Progress {
     pub fn applied_seq(&self) -> i64 {
         self.applied_seq.load(Ordering::Acquire)
+    }
+
+    /// Where the indexer's backlog starts: the outbox rows past this are
+    /// ones it has not read. Rows past `applied_seq` but below the newest
+    /// applied id are applied already (only a transaction held open keeps
+    /// `applied_seq` below them), so they are no lag.
+    pub fn unread_after(&self) -> i64 {
+        self.applied_seq()
+            .max(self.newest_seq.load(Ordering::Acquire))
     }
 
     pub fn last_commit_ms(&self) -> i64 {
@@ -175,7 +189,14 @@ impl Progress {
 
     /// Records the position every change up to which is visible.
     pub fn committed(&self, seq: i64) {
+        self.committed_up_to(seq, seq);
+    }
+
+    /// Records the position every change up to which is visible, and the
+    /// newest id applied past it (see `unread_after`).
+    pub fn committed_up_to(&self, seq: i64, newest: i64) {
         self.applied_seq.store(seq, Ordering::Release);
+        self.newest_seq.store(newest, Ordering::Release);
         self.last_commit_ms
             .store(chaja_core::clock::now_ms(), Ordering::Release);
     }

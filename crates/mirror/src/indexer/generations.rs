@@ -45,7 +45,7 @@ impl Indexer {
     pub(super) async fn swap_in(&self, live: &Tail, old: Tail) {
         self.index.swap(live.generation.clone());
         let progress = &self.handle.progress;
-        progress.committed(live.position.committed);
+        progress.committed_up_to(live.position.committed, live.position.high);
         progress.changed();
         progress.set_rewound(false);
         progress.set_behind_pruned(false);

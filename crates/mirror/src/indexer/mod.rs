@@ -144,7 +144,7 @@ impl Indexer {
         let _running = Running(self.handle.progress.clone());
         let progress = self.handle.progress.clone();
         let mut live = self.open_tail(self.index.live()).await?;
-        progress.committed(live.position.committed);
+        progress.committed_up_to(live.position.committed, live.position.high);
         tracing::info!(
             generation = live.generation.id,
             outbox_seq = live.position.committed,

@@ -317,7 +317,9 @@ impl Indexer {
         tail.position = next;
         tail.heal.clear();
         if Arc::ptr_eq(&tail.generation, &self.index.live()) {
-            self.handle.progress.committed(tail.position.committed);
+            self.handle
+                .progress
+                .committed_up_to(tail.position.committed, tail.position.high);
             if round.changed {
                 self.handle.progress.changed();
             }
