@@ -57,7 +57,7 @@ use tantivy::{DocId, DocSet, Searcher, SegmentReader, TantivyDocument, Term, TER
 use chaja_core::model::AttrValue;
 // foldhash: these maps are rebuilt at every reload, keyed by short keys,
 // where std's SipHash showed in profiles of a storm of likes.
-use foldhash::{HashMap, HashMapExt};
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::collections::BTreeMap;
 // Per segment: few entries.
 use std::collections::{HashMap as SegmentMap, HashSet as SegmentSet};
@@ -450,7 +450,7 @@ impl Tracker {
         // or (a row patched anew, or one whose document was merged away or
         // rewritten) in any. A row found nowhere before is looked for in
         // new segments only: a segment read before gains no documents.
-        let homeless: SegmentSet<Arc<str>> = self
+        let homeless: HashSet<Arc<str>> = self
             .rows
             .iter()
             .filter(|(_, row)| row.doc.is_none())
@@ -475,7 +475,7 @@ impl Tracker {
                     })?;
                 }
             }
-            let placed_now: SegmentSet<&Arc<str>> = found.iter().map(|(k, _)| k).collect();
+            let placed_now: HashSet<&Arc<str>> = found.iter().map(|(k, _)| k).collect();
             // Only a row patched anew can have its document in a segment
             // read before: any other row's document was found before, or
             // moved (merged, rewritten) into a new segment.
