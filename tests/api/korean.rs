@@ -13,6 +13,8 @@ use crate::helpers::{
     wait_until_serving, Server, Store,
 };
 
+crate::both_stores!(text_edits_replace_each_rows_morphemes);
+
 fn analyzer() -> &'static morph::Analyzer {
     let analyzer = morph::init(&ko_dic());
     assert_eq!(
@@ -490,4 +492,89 @@ fn ndcg_at_10(ranked: &[String], relevant: &Value) -> f64 {
 
 fn urlencode(s: &str) -> String {
     crate::helpers::urlencode(s)
+}
+
+/// A batch's rows are analysed together, apart from writing them (rounds
+/// of 5 rows here, a text edit of each row): each row must be indexed
+/// with its own morphemes, and an edit must replace them. A misaligned or
+/// stale analysis finds the wrong row, or none.
+async fn text_edits_replace_each_rows_morphemes(store: Store) {
+    analyzer();
+    let app = spawn_app_with(store, |a| a.mirror.indexer_batch = 5).await;
+    let user = app.create_user("u").await;
+    let before = [
+        "사과",
+        "바나나",
+        "포도",
+        "딸기",
+        "수박",
+        "참외",
+        "복숭아",
+        "자두",
+        "체리",
+        "망고",
+        "기차",
+        "버스",
+        "택시",
+        "비행기",
+        "자전거",
+        "트럭",
+        "지하철",
+        "오토바이",
+        "하마",
+        "기린",
+    ];
+    let after = [
+        "책상",
+        "의자",
+        "침대",
+        "옷장",
+        "거울",
+        "시계",
+        "냉장고",
+        "세탁기",
+        "컴퓨터",
+        "모니터",
+        "고양이",
+        "강아지",
+        "토끼",
+        "호랑이",
+        "사자",
+        "코끼리",
+        "여우",
+        "늑대",
+        "곰",
+        "낙타",
+    ];
+    let mut tx = app.db().pool.begin().await.unwrap();
+    for (i, word) in before.iter().enumerate() {
+        let sql = format!(
+            "INSERT INTO questions (author_id, title, content) \
+             VALUES ({user}, '앞읽기 {i}', '{word}를 샀습니다')"
+        );
+        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    app.wait_indexed().await;
+    let mut ids = Vec::new();
+    for word in before {
+        let (_, body) = app.get(&format!("/api/search?q={word}&match=morph")).await;
+        assert_eq!(body["total"], 1, "{word}: {body}");
+        ids.push(body["hits"][0]["id"].as_i64().unwrap());
+    }
+    let mut tx = app.db().pool.begin().await.unwrap();
+    for (id, word) in ids.iter().zip(after) {
+        let sql = format!("UPDATE questions SET content = '{word}를 팔았습니다' WHERE id = {id}");
+        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    app.wait_indexed().await;
+    for ((id, old), new) in ids.iter().zip(before).zip(after) {
+        let (_, body) = app.get(&format!("/api/search?q={new}&match=morph")).await;
+        assert_eq!(body["total"], 1, "{new}: {body}");
+        assert_eq!(body["hits"][0]["id"].as_i64(), Some(*id), "{new}: {body}");
+        let (_, gone) = app.get(&format!("/api/search?q={old}&match=morph")).await;
+        assert_eq!(gone["total"], 0, "{old}: {gone}");
+    }
+    app.finish().await;
 }

@@ -23,6 +23,7 @@ both_stores!(
     a_replica_behind_the_pruned_outbox_rebuilds_itself,
     a_replica_behind_the_pruned_outbox_is_not_ready_until_rebuilt,
     kill_9_during_a_write_burst_loses_nothing,
+    a_burst_merges_its_segments_once_it_ends,
 );
 
 async fn rows_inserted_with_raw_sql_are_found(store: Store) {
@@ -504,5 +505,35 @@ async fn kill_9_during_a_write_burst_loses_nothing(store: Store) {
     server.kill();
     assert_eq!(report.rows_in_db["question"], 1500);
     assert_eq!(report.docs_in_index, 1500);
+    app.finish().await;
+}
+
+/// Merges of the small segments a burst of writes commits wait until the
+/// burst ends (see `chaja_index` `merges`), and then run, also when the
+/// burst ends on a full round. 60 rows in rounds of 5 make 12 segments,
+/// below the cap that merges during a burst; unmerged, they stay 12.
+async fn a_burst_merges_its_segments_once_it_ends(store: Store) {
+    let app = spawn_app_with(store, |a| a.mirror.indexer_batch = 5).await;
+    let user = app.create_user("u").await;
+    let mut tx = app.db().pool.begin().await.unwrap();
+    for i in 0..60 {
+        let sql = format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '병합 {i}', '본문')"
+        );
+        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    app.wait_indexed().await;
+    assert_eq!(app.search("병합", "").await["total"], 60);
+    let segments = || {
+        let live = app.state.search.index.live();
+        live.index.searchable_segment_metas().unwrap().len()
+    };
+    wait_until(
+        std::time::Duration::from_secs(30),
+        "the burst's segments were never merged",
+        || async { segments() < 8 },
+    )
+    .await;
     app.finish().await;
 }

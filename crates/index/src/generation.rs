@@ -14,7 +14,7 @@ use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 
 use crate::attributes::{AttrArrays, AttrLayout, SegmentFacetValues};
 use crate::checkpoint::{read_checkpoint, Checkpoint};
-use crate::merges::{ApartMergePolicy, SegmentKinds};
+use crate::merges::{ApartMergePolicy, MergeHold, SegmentKinds};
 use crate::patches::{Patches, Tracker};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::GramTokenizer;
@@ -80,6 +80,7 @@ pub struct Generation {
     tracker: Mutex<Tracker>,
     /// What the serving writer's merge policy reads (see `merges`).
     kinds: Arc<RwLock<SegmentKinds>>,
+    merge_hold: MergeHold,
 }
 
 /// A searcher and the attribute patches of the same reload (see
@@ -233,6 +234,7 @@ impl Generation {
             view: RwLock::new(Arc::new(view)),
             tracker: Mutex::new(tracker),
             kinds: Arc::new(RwLock::new(kinds)),
+            merge_hold: MergeHold::default(),
         })
     }
 
@@ -462,8 +464,19 @@ impl Generation {
         let writer = self.writer_with_threads(memory_budget, 1)?;
         writer
             .writer
-            .set_merge_policy(Box::new(ApartMergePolicy::new(self.kinds.clone())));
+            .set_merge_policy(Box::new(ApartMergePolicy::new(
+                self.kinds.clone(),
+                self.merge_hold.clone(),
+            )));
         Ok(writer)
+    }
+
+    /// Tells the serving writer's merge policy whether a burst is on (the
+    /// indexer has more waiting): merges of small segments of documents
+    /// wait until it ends (see `merges`). Takes effect at the next commit.
+    /// Returns whether merges were held before.
+    pub fn hold_merges(&self, burst: bool) -> bool {
+        self.merge_hold.set(burst)
     }
 
     /// A writer with up to `threads` indexing threads sharing

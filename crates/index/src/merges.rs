@@ -13,8 +13,24 @@
 //!
 //! A segment's kind is known once a reload has read it (see
 //! `Patches::next`); until then it is left out of every merge.
+//!
+//! # Merges wait out a burst
+//!
+//! A burst of text edits commits a segment of documents every indexer
+//! round (2,000 rows), and the log policy merged each 8 of them while the
+//! burst went on: during 10,000 edits on a 100k board the merge thread
+//! took a third of the server's CPU, on a machine whose two cores the
+//! indexing thread and the analysis already fill. So while the indexer
+//! says more is waiting ([`MergeHold`]), small segments of documents are
+//! not merged, up to [`HELD_SEGMENTS`] of them; the round that empties
+//! the backlog lifts the hold, and its commit merges what gathered (tantivy
+//! looks for merges at each commit; a burst that ends on a full round
+//! commits once more, with nothing in it, for that). A merge is put off,
+//! never skipped, and never for long: the burst's last round, or the cap,
+//! lets it run.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tantivy::index::{SegmentId, SegmentMeta};
@@ -39,15 +55,39 @@ impl SegmentKinds {
     }
 }
 
+/// Small segments of documents (under tantivy's smallest level, 10,000
+/// documents) a burst may leave unmerged: a few dozen more segments cost
+/// each search little, and past this they are merged during it, too.
+pub(crate) const HELD_SEGMENTS: usize = 24;
+/// tantivy's `LogMergePolicy` default smallest level (not exported).
+const SMALLEST_LEVEL: u32 = 10_000;
+
+/// Whether the indexer is in a burst (its last batch was full): merges of
+/// small segments of documents wait (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MergeHold(Arc<AtomicBool>);
+
+impl MergeHold {
+    /// Returns whether merges were held before.
+    pub(crate) fn set(&self, held: bool) -> bool {
+        self.0.swap(held, Ordering::Relaxed)
+    }
+
+    fn is_held(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct ApartMergePolicy {
     documents: LogMergePolicy,
     patches: LogMergePolicy,
     kinds: Arc<RwLock<SegmentKinds>>,
+    hold: MergeHold,
 }
 
 impl ApartMergePolicy {
-    pub(crate) fn new(kinds: Arc<RwLock<SegmentKinds>>) -> ApartMergePolicy {
+    pub(crate) fn new(kinds: Arc<RwLock<SegmentKinds>>, hold: MergeHold) -> ApartMergePolicy {
         // tantivy's smallest level holds every segment under 10,000
         // documents, so a segment of 9,000 patches was merged again with
         // each 8 new segments of a hundred: a storm rewrote all its
@@ -59,6 +99,7 @@ impl ApartMergePolicy {
             documents: LogMergePolicy::default(),
             patches,
             kinds,
+            hold,
         }
     }
 }
@@ -71,7 +112,15 @@ impl MergePolicy for ApartMergePolicy {
             .filter(|s| kinds.known.contains(&s.id()))
             .cloned()
             .partition(|s| kinds.patches_only.contains(&s.id()));
-        let mut candidates = self.documents.compute_merge_candidates(&documents);
+        let small = documents
+            .iter()
+            .filter(|s| s.num_docs() < SMALLEST_LEVEL)
+            .count();
+        let mut candidates = if self.hold.is_held() && small < HELD_SEGMENTS {
+            Vec::new()
+        } else {
+            self.documents.compute_merge_candidates(&documents)
+        };
         candidates.extend(self.patches.compute_merge_candidates(&patches));
         candidates
     }
@@ -96,7 +145,7 @@ mod tests {
             known: patches.iter().chain(&documents).map(|s| s.id()).collect(),
             patches_only: patches.iter().map(|s| s.id()).collect(),
         };
-        let policy = ApartMergePolicy::new(Arc::new(RwLock::new(kinds)));
+        let policy = ApartMergePolicy::new(Arc::new(RwLock::new(kinds)), MergeHold::default());
         let mut all = patches.clone();
         all.extend(documents.iter().cloned());
         all.push(unread.clone());
@@ -120,7 +169,7 @@ mod tests {
             kinds.known.insert(small.id());
             kinds.patches_only.insert(small.id());
         }
-        let policy = ApartMergePolicy::new(Arc::new(RwLock::new(kinds)));
+        let policy = ApartMergePolicy::new(Arc::new(RwLock::new(kinds)), MergeHold::default());
         let mut pool = patches.clone();
         pool.push(large.clone());
         let merged = policy.compute_merge_candidates(&pool);
@@ -133,5 +182,42 @@ mod tests {
         let together = LogMergePolicy::default().compute_merge_candidates(&all);
         assert_eq!(together.len(), 1);
         assert_eq!(together[0].0.len(), 17);
+    }
+
+    /// During a burst, small segments of documents wait until the hold is
+    /// lifted or they reach the cap; patches merge as before.
+    #[test]
+    fn a_burst_holds_merges_of_documents_up_to_the_cap() {
+        let index = tantivy::Index::create_in_ram(crate::schema::build_schema());
+        let meta = |docs| index.new_segment_meta(SegmentId::generate_random(), docs);
+        let documents: Vec<SegmentMeta> = (0..8).map(|_| meta(2_000)).collect();
+        let patches: Vec<SegmentMeta> = (0..8).map(|_| meta(100)).collect();
+        let kinds = Arc::new(RwLock::new(SegmentKinds {
+            known: documents.iter().chain(&patches).map(|s| s.id()).collect(),
+            patches_only: patches.iter().map(|s| s.id()).collect(),
+        }));
+        let hold = MergeHold::default();
+        let policy = ApartMergePolicy::new(kinds.clone(), hold.clone());
+        let mut all = documents.clone();
+        all.extend(patches.iter().cloned());
+        hold.set(true);
+        let held = policy.compute_merge_candidates(&all);
+        assert_eq!(held.len(), 1, "only the patches merge: {held:?}");
+        assert!(held[0]
+            .0
+            .iter()
+            .all(|id| kinds.read().unwrap().patches_only.contains(id)));
+        hold.set(false);
+        assert_eq!(policy.compute_merge_candidates(&all).len(), 2);
+        // At the cap, documents merge during a burst too.
+        let more: Vec<SegmentMeta> = (0..HELD_SEGMENTS - 8).map(|_| meta(2_000)).collect();
+        kinds
+            .write()
+            .unwrap()
+            .known
+            .extend(more.iter().map(|s| s.id()));
+        all.extend(more);
+        hold.set(true);
+        assert_eq!(policy.compute_merge_candidates(&all).len(), 2);
     }
 }

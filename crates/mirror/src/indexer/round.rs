@@ -283,9 +283,18 @@ impl Indexer {
             // Nothing to make durable: gap bookkeeping is re-derived after a
             // restart from the last checkpoint.
             tail.position = next;
+            if tail.generation.hold_merges(false) {
+                // A burst ended on a full round: commit nothing, so that
+                // tantivy looks for the merges it held (it does at commits).
+                self.commit_nothing(tail).await?;
+            }
             return Ok(round);
         }
         let checkpoint = next.checkpoint();
+        // A full batch: more is waiting. Merges of the burst's segments
+        // wait for the round that empties it (see `chaja_index` `merges`).
+        tail.generation
+            .hold_merges(round.new as i64 >= self.config.batch);
         let mut writer = tail.writer.take().expect("writer present between rounds");
         let generation = tail.generation.clone();
         let work = batch.work;
@@ -325,6 +334,26 @@ impl Indexer {
             }
         }
         Ok(round)
+    }
+}
+
+impl Indexer {
+    /// Commits the tail's position with no change in it. Blocking work on a
+    /// blocking thread.
+    async fn commit_nothing(&self, tail: &mut Tail) -> Result<()> {
+        let checkpoint = tail.position.checkpoint();
+        let mut writer = tail.writer.take().expect("writer present between rounds");
+        let joined = tokio::task::spawn_blocking(move || {
+            let result = writer.commit_checkpoint(&checkpoint);
+            (writer, result)
+        })
+        .await;
+        let (writer, result) = match joined {
+            Ok(done) => done,
+            Err(join) => panic!("index writer thread panicked: {join}"),
+        };
+        tail.writer = Some(writer);
+        Ok(result?)
     }
 }
 
