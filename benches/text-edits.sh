@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The apply rate of text edits on the board `benches/counters.sh` built
+# (database chaja_board, index target/counters/index), for one binary:
+# starts `BIN serve`, waits until it is idle, edits the body of the EDITS
+# newest rows in one UPDATE and times until /readyz reports them applied.
+# Prints rows/s, the server's CPU a row, and the CPU of each of its
+# threads that outlived the run (tantivy's indexing threads end at each
+# commit and are not among them). Run two binaries alternately, on the
+# same board, to compare them:
+#
+#   for b in old new old new; do bash benches/text-edits.sh ./chaja-$b; done
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-target/release/chaja}
+edits=${EDITS:-10000}
+port=${PORT:-8091}
+work=${WORK:-target/counters}
+db=${BOARD_DB:-chaja_board}
+export DATABASE_URL=mysql://root@127.0.0.1:3306/$db CHAJA_CONFIG=$work/board.toml
+export CHAJA_INDEX_DIR=$work/index CHAJA_KO_DIC=${CHAJA_KO_DIC:-data/ko-dic}
+export CHAJA_BIND=127.0.0.1:$port
+"$bin" serve > "$work/text-edits.log" 2>&1 &
+server=$!
+trap 'kill -TERM $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
+for _ in $(seq 1 300); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
+cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+ticks=$(getconf CLK_TCK)
+# Waits until the server has used under 5% of a core for 5 s.
+settle() {
+  for _ in $(seq 1 60); do
+    local a b; a=$(cpu); sleep 5; b=$(cpu)
+    [ $(( (b - a) * 100 / ticks / 5 )) -lt 5 ] && return
+  done
+}
+threads() {
+  for t in /proc/$server/task/*; do
+    echo "$(tr ' ' _ < "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"
+  done | awk '{a[$1] += $2} END {for (k in a) print k, a[k]}' | sort
+}
+# /readyz answers 503 while the indexer lags: read its body either way.
+applied() {
+  curl -s "http://127.0.0.1:$port/readyz" | python3 -c '
+import json, sys
+try: print(json.load(sys.stdin)["indexer"]["applied_seq"])
+except Exception: print(0)'
+}
+settle
+threads > "$work/threads-before"
+before=$(cpu)
+mysql -uroot "$db" -e "UPDATE question SET body = CONCAT(body, ' 고침') ORDER BY id DESC LIMIT $edits"
+committed=$(date +%s.%N)
+target=$(mysql -uroot -N "$db" -e "SELECT MAX(seq) FROM search_outbox")
+while [ "$(applied)" -lt "$target" ]; do sleep 0.1; done
+end=$(date +%s.%N)
+after=$(cpu)
+threads > "$work/threads-after"
+echo "$bin: $edits edits applied in $(echo "$end - $committed" | bc) s:" \
+  "$(echo "scale=0; $edits / ($end - $committed)" | bc) rows/s," \
+  "$(echo "scale=2; ($after - $before) * 1000 / $ticks / $edits" | bc) ms of server CPU a row"
+join -a1 "$work/threads-after" "$work/threads-before" \
+  | awk -v t="$ticks" '{d = $2 - ($3 + 0); if (d > t / 2) printf "  thread %s: %.1f s of CPU\n", $1, d / t}'
