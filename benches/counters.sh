@@ -74,16 +74,7 @@ echo "== reindex"
 server=$!
 trap 'kill -TERM $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
-cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }
-ticks=$(getconf CLK_TCK)
-# Waits until the server has used under 5% of a core for 5 s: merges the
-# rebuild or the last phase left behind are not charged to the next one.
-settle() {
-  for _ in $(seq 1 60); do
-    local a b; a=$(cpu); sleep 5; b=$(cpu)
-    [ $(( (b - a) * 100 / ticks / 5 )) -lt 5 ] && return
-  done
-}
+. benches/common.sh
 
 storm() { # column
   settle
@@ -103,13 +94,6 @@ storm like_count
 
 echo "== $edits body edits: the apply rate of text changes"
 settle
-# /readyz answers 503 while the indexer lags: read its body either way.
-applied() {
-  curl -s "http://127.0.0.1:$port/readyz" | python3 -c '
-import json, sys
-try: print(json.load(sys.stdin)["indexer"]["applied_seq"])
-except Exception: print(0)'
-}
 before=$(cpu)
 start=$(date +%s.%N)
 mysql -uroot "$db" -e "UPDATE question SET body = CONCAT(body, ' 고침') ORDER BY id DESC LIMIT $edits"

@@ -23,26 +23,11 @@ export CHAJA_BIND=127.0.0.1:$port
 server=$!
 trap 'kill -TERM $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
-cpu() { awk '{print $14 + $15}' "/proc/$server/stat"; }
-ticks=$(getconf CLK_TCK)
-# Waits until the server has used under 5% of a core for 5 s.
-settle() {
-  for _ in $(seq 1 60); do
-    local a b; a=$(cpu); sleep 5; b=$(cpu)
-    [ $(( (b - a) * 100 / ticks / 5 )) -lt 5 ] && return
-  done
-}
+. benches/common.sh
 threads() {
   for t in /proc/$server/task/*; do
     echo "$(tr ' ' _ < "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"
   done | awk '{a[$1] += $2} END {for (k in a) print k, a[k]}' | sort
-}
-# /readyz answers 503 while the indexer lags: read its body either way.
-applied() {
-  curl -s "http://127.0.0.1:$port/readyz" | python3 -c '
-import json, sys
-try: print(json.load(sys.stdin)["indexer"]["applied_seq"])
-except Exception: print(0)'
 }
 settle
 threads > "$work/threads-before"

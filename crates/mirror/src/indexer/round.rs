@@ -124,6 +124,26 @@ impl Tail {
         }
         !self.fold.is_empty()
     }
+
+    /// Runs `f` with the writer on a blocking thread (tantivy's writes and
+    /// commits block) and puts the writer back.
+    async fn with_writer<T: Send + 'static>(
+        &mut self,
+        f: impl FnOnce(&mut DocWriter) -> T + Send + 'static,
+    ) -> T {
+        let mut writer = self.writer.take().expect("writer present between rounds");
+        let joined = tokio::task::spawn_blocking(move || {
+            let out = f(&mut writer);
+            (writer, out)
+        })
+        .await;
+        let (writer, out) = match joined {
+            Ok(done) => done,
+            Err(join) => panic!("index writer thread panicked: {join}"),
+        };
+        self.writer = Some(writer);
+        out
+    }
 }
 
 /// What a round did.
@@ -286,7 +306,9 @@ impl Indexer {
             if tail.generation.hold_merges(false) {
                 // A burst ended on a full round: commit nothing, so that
                 // tantivy looks for the merges it held (it does at commits).
-                self.commit_nothing(tail).await?;
+                let checkpoint = tail.position.checkpoint();
+                tail.with_writer(move |writer| writer.commit_checkpoint(&checkpoint))
+                    .await?;
             }
             return Ok(round);
         }
@@ -295,7 +317,6 @@ impl Indexer {
         // wait for the round that empties it (see `chaja_index` `merges`).
         tail.generation
             .hold_merges(round.new as i64 >= self.config.batch);
-        let mut writer = tail.writer.take().expect("writer present between rounds");
         let generation = tail.generation.clone();
         let work = batch.work;
         let fold = std::mem::take(&mut tail.fold);
@@ -304,17 +325,12 @@ impl Indexer {
             changes = work.len(),
             outbox_seq = checkpoint.outbox_seq
         );
-        let joined = tokio::task::spawn_blocking(move || {
-            let _enter = span.enter();
-            let result = apply(&mut writer, &generation, &work, &fold, &checkpoint);
-            (writer, result)
-        })
-        .await;
-        let (writer, result) = match joined {
-            Ok(done) => done,
-            Err(join) => panic!("index writer thread panicked: {join}"),
-        };
-        tail.writer = Some(writer);
+        let result = tail
+            .with_writer(move |writer| {
+                let _enter = span.enter();
+                apply(writer, &generation, &work, &fold, &checkpoint)
+            })
+            .await;
         let changed = result?;
         if Arc::ptr_eq(&tail.generation, &self.index.live()) {
             self.handle.progress.applied(changed as u64);
@@ -334,26 +350,6 @@ impl Indexer {
             }
         }
         Ok(round)
-    }
-}
-
-impl Indexer {
-    /// Commits the tail's position with no change in it. Blocking work on a
-    /// blocking thread.
-    async fn commit_nothing(&self, tail: &mut Tail) -> Result<()> {
-        let checkpoint = tail.position.checkpoint();
-        let mut writer = tail.writer.take().expect("writer present between rounds");
-        let joined = tokio::task::spawn_blocking(move || {
-            let result = writer.commit_checkpoint(&checkpoint);
-            (writer, result)
-        })
-        .await;
-        let (writer, result) = match joined {
-            Ok(done) => done,
-            Err(join) => panic!("index writer thread panicked: {join}"),
-        };
-        tail.writer = Some(writer);
-        Ok(result?)
     }
 }
 
