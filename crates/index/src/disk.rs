@@ -144,10 +144,9 @@ pub fn create_generation(root: &Path, sources: &Sources) -> Result<Generation> {
     let path = generation_path(root, id);
     std::fs::create_dir(&path)?;
     let settings = IndexSettings {
-        // Newest first inside every segment, so the newest-first top-k can
-        // stop early (see `search`).
+        // By source, then newest first, inside every segment (see `order`).
         sort_by_field: Some(IndexSortByField {
-            field: "created_at".to_owned(),
+            field: "order".to_owned(),
             order: Order::Desc,
         }),
         ..IndexSettings::default()

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tantivy::directory::MmapDirectory;
 use tantivy::tokenizer::WhitespaceTokenizer;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument};
+use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument};
 
 use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 
@@ -33,7 +33,7 @@ pub(crate) const SOURCES_FILE: &str = "sources";
 /// compares the file with its list of sources alone) from adopting a
 /// rebuild in this layout, whose keywords it would look up in fields that
 /// no longer hold them.
-const LAYOUT: &str = "layout: grams4 tag columns patches";
+const LAYOUT: &str = "layout: grams4 tag columns patches by-source";
 
 /// What [`SOURCES_FILE`] holds for a generation of `sources`.
 pub(crate) fn generation_stamp(sources: &Sources) -> String {
@@ -73,6 +73,9 @@ pub struct Generation {
     /// Each segment's source of every document, one byte per document
     /// (see `search::doc_sources`).
     pub doc_sources: DocSources,
+    /// Each segment's deleted documents at its delete count: what counting
+    /// a term without visiting its matches subtracts (see `search`).
+    pub(crate) deleted: search::DeletedDocs,
     /// What searches read: the reader's last reload and its patches.
     view: RwLock<Arc<View>>,
     /// What finds each reload's patches from the last one's; held while
@@ -230,6 +233,10 @@ impl Generation {
             doc_sources: moka::sync::Cache::builder()
                 .weigher(|_, sources: &Arc<[u8]>| u32::try_from(sources.len()).unwrap_or(u32::MAX))
                 .max_capacity(1 << 30)
+                .build(),
+            deleted: moka::sync::Cache::builder()
+                .weigher(|_, docs: &Arc<[DocId]>| u32::try_from(docs.len()).unwrap_or(u32::MAX))
+                .max_capacity(8 << 20)
                 .build(),
             view: RwLock::new(Arc::new(view)),
             tracker: Mutex::new(tracker),

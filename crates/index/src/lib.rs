@@ -20,6 +20,8 @@
 //! - [`attributes`]: declared numbers and facets as columns, for ranges,
 //!   sorting by an attribute and facet counts; `patches`: rows whose
 //!   attributes alone changed, applied without rewriting their documents.
+//! - `order`: how a segment orders its documents (by source, then newest
+//!   first), which the search's early stop and counting rely on.
 //! - `uid`: how a row is named (`uid` for sorting and sources, `key` for
 //!   deletes).
 //! - [`search`]: the engine: queries, the newest-first top-k, exact counts
@@ -35,6 +37,7 @@ mod generation;
 mod live;
 mod merges;
 pub mod morph;
+mod order;
 mod patches;
 pub mod schema;
 pub mod search;

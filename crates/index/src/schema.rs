@@ -28,8 +28,11 @@ pub struct Fields {
     /// `<source>:<key>`, the key as the outbox writes it: the delete term,
     /// stored for the hit's `id`, and a fast column for `verify`.
     pub key: Field,
-    /// Milliseconds since the epoch. The index is sorted on it, newest first.
+    /// Milliseconds since the epoch.
     pub created_at: Field,
+    /// The segment order: source, then `created_at`, descending (see
+    /// `order`). The index is sorted on it.
+    pub order: Field,
     /// `Doc::digest`: what `verify` compares with the table (a patch's
     /// digest, on a patch).
     pub digest: Field,
@@ -80,6 +83,7 @@ impl Fields {
             tag: schema.get_field("tag")?,
             key: schema.get_field("key")?,
             created_at: schema.get_field("created_at")?,
+            order: schema.get_field("order")?,
             digest: schema.get_field("digest")?,
             text_digest: schema.get_field("text_digest")?,
             patch: schema.get_field("patch")?,
@@ -106,6 +110,7 @@ pub fn build_schema() -> Schema {
     b.add_u64_field("tag", NumericOptions::default() | FAST);
     b.add_text_field("key", (STRING | STORED).set_fast("raw"));
     b.add_i64_field("created_at", number());
+    b.add_u64_field("order", NumericOptions::default() | FAST);
     b.add_u64_field("digest", NumericOptions::default() | FAST);
     b.add_u64_field("text_digest", NumericOptions::default() | FAST);
     // The delete term of a patch, and a column to read it back.

@@ -9,6 +9,7 @@ use chaja_core::sources::SourceId;
 
 use crate::attributes::AttrLayout;
 use crate::checkpoint::Checkpoint;
+use crate::order::{sort_key, PATCH_ORDER};
 use crate::schema::Fields;
 use crate::uid::{key_term, tag, uid};
 use crate::{morph, Result};
@@ -17,9 +18,9 @@ use crate::{morph, Result};
 /// and the body fields in the gram fields (see `DocWriter::add`).
 pub const BODY_SEPARATOR: &str = "\u{0}";
 
-/// `created_at` of a patch: below every row's, so that patches sort after
-/// every document of a segment (segments are sorted newest first) and fall
-/// in no time window. No query matches a patch anyway: it has no text.
+/// `created_at` of a patch: below every row's, so that a patch falls in no
+/// time window; its `order` (`PATCH_ORDER`) puts it after every row of its
+/// segment. No query matches a patch anyway: it has no text.
 pub(crate) const PATCH_TIME: i64 = i64::MIN;
 
 /// A row's attributes as the JSON object stored for its hit.
@@ -96,6 +97,7 @@ impl DocWriter {
         let mut d = TantivyDocument::new();
         d.add_text(f.patch, &key);
         d.add_i64(f.created_at, PATCH_TIME);
+        d.add_u64(f.order, PATCH_ORDER);
         d.add_u64(f.digest, doc.digest());
         d.add_text(f.attributes, attributes_json(&doc.attributes));
         self.writer.add_document(d)?;
@@ -124,6 +126,7 @@ impl DocWriter {
         d.add_u64(f.tag, tag(doc.source, &doc.key));
         d.add_text(f.key, key_term(doc.source, &doc.key.text()));
         d.add_i64(f.created_at, doc.created_at);
+        d.add_u64(f.order, sort_key(doc.source, doc.created_at));
         d.add_u64(f.digest, doc.digest());
         d.add_u64(f.text_digest, doc.text_digest());
         if !doc.attributes.is_empty() {

@@ -12,15 +12,20 @@
 //! counted from one posting list with no position to check, and a longer
 //! one checks positions only where its rare 4-grams all occur.
 //!
-//! The total is exact, and split by source: every match
-//! is visited once per segment and the counts are kept per segment (see
-//! `Generation::totals`), so later queries only find their top-k.
-//! Segments are sorted by `created_at` descending, so the newest-first top-k
-//! of a segment is final as soon as a match is older than the k-th best; the
-//! rest of the segment is only counted. Large segments are cut in two halves
-//! scanned in parallel (a scorer can `seek` to the middle), because one merged
-//! segment would otherwise leave a core idle. A time filter (`from`, `to`)
-//! is a contiguous range of each sorted segment: only that range is read.
+//! The total is exact, and split by source. Each segment is a run of
+//! documents per source, each run newest first (see `order`), so:
+//! - the newest-first top-k of a run is final as soon as a match is older
+//!   than the k-th best; the rest of the run is only counted;
+//! - a one-term keyword's remaining matches are counted from its postings'
+//!   skip list without visiting them (see `count`); any other query visits
+//!   them, once per segment: the counts are kept per segment (see
+//!   `Generation::totals`), so later queries only find their top-k;
+//! - a source filter reads only that source's run, and a time filter
+//!   (`from`, `to`) only a contiguous range of each run.
+//!
+//! Large runs are cut in two halves scanned in parallel (a scorer can `seek`
+//! to the middle), because one merged segment would otherwise leave a core
+//! idle.
 //!
 //! A search can be stopped: its [`Budget`] is checked at the start of
 //! every scanned range and after every 4,096 matches the scorer yields, so
@@ -45,6 +50,7 @@ use crate::attributes::{add_facets, top_facets, SegmentFacetValues};
 use crate::{Generation, Result};
 
 mod budget;
+mod count;
 mod hit;
 mod query;
 mod request;
@@ -52,15 +58,16 @@ mod scan;
 
 pub use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
 pub use budget::{Budget, ScanError, StopOnDrop};
+pub(crate) use count::DeletedDocs;
 pub use query::build_query;
 pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort, DEFAULT_FACET_SIZE};
 pub(crate) use scan::doc_sources;
 
 use hit::load_hit;
 use request::totals_key;
-use scan::{time_window, Work};
+use scan::{time_window, windows, Task, Work};
 
-/// Segments with more documents than this are scanned as two halves.
+/// Runs with more documents than this are scanned as two halves.
 const SPLIT_DOCS: u32 = 32_768;
 
 /// What one scanned range of one segment found.
@@ -130,6 +137,7 @@ fn search_within(
         EnableScoring::disabled_from_searcher(searcher)
     };
     let weight = query.weight(enable)?;
+    let single_term = count::single_term(fields, request);
 
     // Segments never change but for deletes, so a segment's total for a
     // query stays true until its delete count moves: a frequent phrase is
@@ -141,11 +149,11 @@ fn search_within(
     // Facet counts are kept per segment the same way, under the query and
     // the facets' names.
     let facets_query: Arc<str> = format!("{counts_key}|{}", request.facets.join(",")).into();
-    let mut tasks: Vec<(u32, Range<DocId>, Option<SourceCounts>, bool)> = Vec::new();
+    let mut tasks: Vec<Task> = Vec::new();
     let mut keys = Vec::new();
     let mut known_facets: Vec<Option<Arc<SegmentFacetValues>>> = Vec::new();
     for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-        let mut window = time_window(segment, &request.filter)?;
+        let ord = ord as u32;
         let stamp = patches
             .segment(segment.segment_id())
             .map_or(0, |patched| patched.stamp);
@@ -168,70 +176,74 @@ fn search_within(
         };
         let count_facets = !request.facets.is_empty() && facets_here.is_none();
         known_facets.push(facets_here);
-        // A newest-first cursor page with its totals known needs only the
-        // matches from the cursor on: every one before it ranks above the
-        // cursor, and the segment is sorted newest first. So a deep page
-        // costs its own size, not its depth.
-        // Facets still to count need every match, not only those after it.
-        if let (Some(after), Some(_), Sort::Recent, false) =
-            (request.after, known_total, &request.sort, count_facets)
-        {
-            let to = request.filter.to.map_or(after.1, |to| to.min(after.1));
-            let from_cursor = Filter {
-                to: Some(to),
-                ..request.filter.clone()
-            };
-            window.start = window.start.max(time_window(segment, &from_cursor)?.start);
-            window.end = window.end.max(window.start);
-        }
-        // A known total still leaves the top-k to find: halves keep both
-        // cores busy for the orders that cannot stop early. The first half
-        // carries the segment's total, the second adds nothing to it.
-        if window.len() > split_docs as usize {
-            let middle = window.start + (window.end - window.start) / 2;
-            tasks.push((ord as u32, window.start..middle, known_total, count_facets));
-            tasks.push((
-                ord as u32,
-                middle..window.end,
-                known_total.map(|_| [0; MAX_SOURCES]),
-                count_facets,
-            ));
-        } else {
-            tasks.push((ord as u32, window, known_total, count_facets));
-        }
         keys.push((key, facets_key, known_total.is_some()));
+        let mut ranges: Vec<(usize, Range<DocId>)> = Vec::new();
+        for (source, mut window) in windows(segment, &request.filter)? {
+            // A newest-first cursor page with its totals known needs only
+            // the matches from the cursor on: every one before it ranks
+            // above the cursor, and a run is sorted newest first. So a deep
+            // page costs its own size, not its depth. Facets still to count
+            // need every match, not only those after it.
+            if let (Some(after), Some(_), Sort::Recent, false) =
+                (request.after, known_total, &request.sort, count_facets)
+            {
+                let created = segment.fast_fields().i64("created_at")?;
+                window = time_window(&created, window, None, Some(after.1));
+            }
+            // A known total still leaves the top-k to find: halves keep
+            // both cores busy for the orders that cannot stop early.
+            if window.len() > split_docs as usize {
+                let middle = window.start + (window.end - window.start) / 2;
+                ranges.push((source, window.start..middle));
+                ranges.push((source, middle..window.end));
+            } else {
+                ranges.push((source, window));
+            }
+        }
+        // A segment with nothing to read still gets one (empty) task, so
+        // that its zero total is kept like any other.
+        if ranges.is_empty() {
+            ranges.push((0, 0..0));
+        }
+        // The first task of a segment carries its known total, the others
+        // add nothing to it.
+        for (i, (source, range)) in ranges.into_iter().enumerate() {
+            tasks.push(Task {
+                ord,
+                source,
+                range,
+                known_total: match i {
+                    0 => known_total,
+                    _ => known_total.map(|_| [0; MAX_SOURCES]),
+                },
+                count_facets,
+            });
+        }
     }
     let partials = tasks
         .par_iter()
-        .map(|(ord, range, known_total, count_facets)| {
-            let segment = searcher.segment_reader(*ord);
+        .map(|task| {
+            let segment = searcher.segment_reader(task.ord);
             let work = Work {
                 budget,
                 scanned: &generation.scanned,
                 doc_sources: &generation.doc_sources,
                 attr_arrays: &generation.attr_arrays,
                 patches,
+                single_term: single_term.as_ref(),
+                deleted: &generation.deleted,
             };
-            scan::scan(
-                &*weight,
-                segment,
-                *ord,
-                range.clone(),
-                *known_total,
-                *count_facets,
-                request,
-                work,
-            )
+            scan::scan(&*weight, segment, task, request, work)
         })
         .collect::<std::result::Result<Vec<Partial>, ScanError>>()?;
     budget.check()?;
     let mut segment_totals = vec![[0u64; MAX_SOURCES]; keys.len()];
     let mut segment_facets: Vec<Vec<HashMap<String, u64>>> =
         vec![vec![HashMap::new(); request.facets.len()]; keys.len()];
-    for ((ord, _, _, count_facets), partial) in tasks.iter().zip(&partials) {
-        add_counts(&mut segment_totals[*ord as usize], &partial.counts);
-        if *count_facets {
-            add_facets(&mut segment_facets[*ord as usize], &partial.facets);
+    for (task, partial) in tasks.iter().zip(&partials) {
+        add_counts(&mut segment_totals[task.ord as usize], &partial.counts);
+        if task.count_facets {
+            add_facets(&mut segment_facets[task.ord as usize], &partial.facets);
         }
     }
     let mut facet_sums: Vec<HashMap<String, u64>> = vec![HashMap::new(); request.facets.len()];

@@ -137,22 +137,26 @@ pub(super) fn morph_query(fields: &Fields, morphemes: &[String], occur: Occur) -
     Box::new(BooleanQuery::new(clauses))
 }
 
+/// The gram field in which a keyword of up to four characters is one term.
+pub(super) fn gram_field(fields: &Fields, keyword: &Keyword) -> Option<Field> {
+    match keyword.char_len() {
+        1 => Some(fields.chars),
+        2 => Some(fields.grams2),
+        3 => Some(fields.grams3),
+        4 => Some(fields.grams4),
+        _ => None,
+    }
+}
+
 pub(super) fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -> Box<dyn Query> {
     let text = keyword.as_str();
-    match keyword.char_len() {
-        0 => unreachable!("keywords are never empty"),
-        1 => term_query(fields.chars, text, IndexRecordOption::Basic),
-        2 => term_query(fields.grams2, text, IndexRecordOption::Basic),
-        3 => term_query(fields.grams3, text, IndexRecordOption::Basic),
-        4 => {
-            let option = if scoring {
-                IndexRecordOption::WithFreqs
-            } else {
-                IndexRecordOption::Basic
-            };
-            term_query(fields.grams4, text, option)
+    match gram_field(fields, keyword) {
+        // Only 4-grams keep frequencies, for BM25.
+        Some(field) if field == fields.grams4 && scoring => {
+            term_query(field, text, IndexRecordOption::WithFreqs)
         }
-        _ => {
+        Some(field) => term_query(field, text, IndexRecordOption::Basic),
+        None => {
             let terms = fourgram_cover(text)
                 .into_iter()
                 .map(|(offset, gram)| (offset, Term::from_field_text(fields.grams4, &gram)))

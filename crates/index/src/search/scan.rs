@@ -9,15 +9,17 @@ use std::sync::Arc;
 
 use tantivy::columnar::Column;
 use tantivy::query::Weight;
-use tantivy::{DocAddress, DocId, DocSet, SegmentReader, TERMINATED};
+use tantivy::{DocAddress, DocId, DocSet, SegmentReader, Term, TERMINATED};
 
 use chaja_core::sources::{SourceId, MAX_SOURCES};
 
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
+use super::count::{self, deleted_docs, DeletedDocs};
 use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
 use super::{Partial, SourceCounts};
 use crate::attributes::{AttrRequest, SegmentAttrs};
+use crate::order;
 use crate::{tag_source, DocSources};
 use crate::{IndexError, Result};
 
@@ -37,33 +39,50 @@ pub(super) fn with_recency(score: f32, created_at: i64, now: i64) -> f32 {
     tier + bm25 * (1.0 + RECENCY_WEIGHT * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS))
 }
 
-/// The doc ids of a sorted (newest first) segment whose `created_at` is
-/// within the filter's bounds: a contiguous range, found by binary search.
-pub(super) fn time_window(segment: &SegmentReader, filter: &Filter) -> Result<Range<DocId>> {
-    let max = segment.max_doc();
-    if filter.from.is_none() && filter.to.is_none() {
-        return Ok(0..max);
-    }
-    let created = segment.fast_fields().i64("created_at")?;
-    let at = |doc: DocId| created.first(doc).unwrap_or_default();
-    let first_doc_where = |pred: &dyn Fn(i64) -> bool| {
-        // partition_point over doc ids: `pred` is false, then true.
-        let (mut lo, mut hi) = (0, max);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if pred(at(mid)) {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        lo
+/// What a search reads of `segment`: for each run of a source the filter
+/// passes (see `order`), the part within the filter's time bounds, each
+/// with its source position. Empty parts are left out.
+pub(super) fn windows(
+    segment: &SegmentReader,
+    filter: &Filter,
+) -> Result<Vec<(usize, Range<DocId>)>> {
+    let timed = filter.from.is_some() || filter.to.is_some();
+    let created = match timed {
+        true => Some(segment.fast_fields().i64("created_at")?),
+        false => None,
     };
-    let start = filter.to.map_or(0, |to| first_doc_where(&|t| t <= to));
-    let end = filter
-        .from
-        .map_or(max, |from| first_doc_where(&|t| t < from));
-    Ok(start..end.max(start))
+    let mut windows = Vec::new();
+    for (source, run) in order::runs(segment)? {
+        if filter.source.is_some_and(|only| only.index() != source) {
+            continue;
+        }
+        let window = match &created {
+            Some(created) => time_window(created, run, filter.from, filter.to),
+            None => run,
+        };
+        if !window.is_empty() {
+            windows.push((source, window));
+        }
+    }
+    Ok(windows)
+}
+
+/// The doc ids of `run` (newest first) whose `created_at` is within the
+/// inclusive bounds: a contiguous range, found by binary search.
+pub(super) fn time_window(
+    created: &Column<i64>,
+    run: Range<DocId>,
+    from: Option<i64>,
+    to: Option<i64>,
+) -> Range<DocId> {
+    let at = |doc: DocId| created.first(doc).unwrap_or_default();
+    let start = to.map_or(run.start, |to| {
+        order::partition_point(run.clone(), |doc| at(doc) <= to)
+    });
+    let end = from.map_or(run.end, |from| {
+        order::partition_point(start..run.end, |doc| at(doc) < from)
+    });
+    start..end.max(start)
 }
 
 /// What a scan answers to: when to stop, and where to count its reads.
@@ -74,6 +93,25 @@ pub(super) struct Work<'a> {
     pub(super) doc_sources: &'a DocSources,
     pub(super) attr_arrays: &'a crate::attributes::AttrArrays,
     pub(super) patches: &'a crate::patches::Patches,
+    /// The one term whose postings are exactly the request's matches, when
+    /// there is one (see `count::single_term`).
+    pub(super) single_term: Option<&'a Term>,
+    pub(super) deleted: &'a DeletedDocs,
+}
+
+/// One range of one segment to scan: part of a run of one source.
+pub(super) struct Task {
+    /// The segment's position in the searcher.
+    pub(super) ord: u32,
+    /// The source position of every document in `range`.
+    pub(super) source: usize,
+    pub(super) range: Range<DocId>,
+    /// The range's total when the segment's is known: the segment's on its
+    /// first task, zeros on the others.
+    pub(super) known_total: Option<SourceCounts>,
+    /// Whether the range counts the request's facets (a segment whose facet
+    /// counts are cached does not).
+    pub(super) count_facets: bool,
 }
 
 /// The source position of every document of `segment`, one byte each:
@@ -100,20 +138,15 @@ pub(crate) fn doc_sources(cache: &DocSources, segment: &SegmentReader) -> Result
         .map_err(|e| IndexError::Tantivy((*e).clone()))
 }
 
-/// Scans `range` of one segment: counts every match and keeps the best k.
-/// `known_total` is the segment's total when the postings already say it;
-/// the scan then stops as soon as the top-k is final.
-///
-/// `count_facets` says whether this range counts the request's facets (a
-/// segment whose facet counts are cached does not).
-#[allow(clippy::too_many_arguments)]
+/// Scans a task's range of one segment: counts every match and keeps the
+/// best k. With the range's total known, the scan stops as soon as the
+/// top-k is final. Otherwise the matches after that are counted: from the
+/// postings when one term is the whole query (see `count`), else one by
+/// one.
 pub(super) fn scan(
     weight: &dyn Weight,
     segment: &SegmentReader,
-    ord: u32,
-    range: Range<DocId>,
-    known_total: Option<SourceCounts>,
-    count_facets: bool,
+    task: &Task,
     request: &Request,
     work: Work,
 ) -> std::result::Result<Partial, ScanError> {
@@ -123,7 +156,17 @@ pub(super) fn scan(
         doc_sources: doc_sources_cache,
         attr_arrays,
         patches,
+        single_term,
+        deleted,
     } = work;
+    let Task {
+        ord,
+        source: range_source,
+        ref range,
+        known_total,
+        count_facets,
+    } = *task;
+    let range = range.clone();
     budget.check()?;
     let now = request.now;
     let k = request.offset + request.limit;
@@ -246,7 +289,19 @@ pub(super) fn scan(
         }
         doc = scorer.advance();
     }
-    if counting_only && (known_total.is_none() || attrs.has_facets()) {
+    // A one-term query's remaining matches are counted from its postings
+    // when nothing but the range decides what counts.
+    let mut counted = false;
+    if counting_only && known_total.is_none() && attrs.is_empty() && doc < range.end {
+        if let Some(term) = single_term {
+            let gone = deleted_docs(deleted, segment);
+            if let Some(n) = count::term_in_range(segment, term, doc..range.end, &gone)? {
+                counts[range_source] += n;
+                counted = true;
+            }
+        }
+    }
+    if counting_only && !counted && (known_total.is_none() || attrs.has_facets()) {
         let sources = doc_sources(doc_sources_cache, segment)?;
         let per_match = (!attrs.is_empty()).then_some(&mut attrs);
         let counted = count_rest(
