@@ -137,7 +137,7 @@ fn search_within(
         EnableScoring::disabled_from_searcher(searcher)
     };
     let weight = query.weight(enable)?;
-    let single_term = count::single_term(fields, request);
+    let terms = count::terms(fields, request);
 
     // Segments never change but for deletes, so a segment's total for a
     // query stays true until its delete count moves: a frequent phrase is
@@ -230,7 +230,7 @@ fn search_within(
                 doc_sources: &generation.doc_sources,
                 attr_arrays: &generation.attr_arrays,
                 patches,
-                single_term: single_term.as_ref(),
+                terms: terms.as_deref(),
                 deleted: &generation.deleted,
             };
             scan::scan(&*weight, segment, task, request, work)

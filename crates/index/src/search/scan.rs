@@ -93,9 +93,9 @@ pub(super) struct Work<'a> {
     pub(super) doc_sources: &'a DocSources,
     pub(super) attr_arrays: &'a crate::attributes::AttrArrays,
     pub(super) patches: &'a crate::patches::Patches,
-    /// The one term whose postings are exactly the request's matches, when
-    /// there is one (see `count::single_term`).
-    pub(super) single_term: Option<&'a Term>,
+    /// The terms whose postings' intersection is exactly the request's
+    /// matches, when there are such terms (see `count::terms`).
+    pub(super) terms: Option<&'a [Term]>,
     pub(super) deleted: &'a DeletedDocs,
 }
 
@@ -156,7 +156,7 @@ pub(super) fn scan(
         doc_sources: doc_sources_cache,
         attr_arrays,
         patches,
-        single_term,
+        terms,
         deleted,
     } = work;
     let Task {
@@ -289,13 +289,13 @@ pub(super) fn scan(
         }
         doc = scorer.advance();
     }
-    // A one-term query's remaining matches are counted from its postings
-    // when nothing but the range decides what counts.
+    // The remaining matches of keywords that are one term each are counted
+    // from their postings when nothing but the range decides what counts.
     let mut counted = false;
     if counting_only && known_total.is_none() && attrs.is_empty() && doc < range.end {
-        if let Some(term) = single_term {
+        if let Some(terms) = terms {
             let gone = deleted_docs(deleted, segment);
-            if let Some(n) = count::term_in_range(segment, term, doc..range.end, &gone)? {
+            if let Some(n) = count::in_range(segment, terms, doc..range.end, &gone)? {
                 counts[range_source] += n;
                 counted = true;
             }
