@@ -349,7 +349,13 @@ mod tests {
         let searcher = generation.reader.searcher();
         let term = Term::from_field_text(generation.fields.chars, "없");
         for segment in searcher.segment_readers() {
-            let found = in_range(segment, &[term.clone()], 0..segment.max_doc(), &[]).unwrap();
+            let found = in_range(
+                segment,
+                std::slice::from_ref(&term),
+                0..segment.max_doc(),
+                &[],
+            )
+            .unwrap();
             assert_eq!(found, Some(0));
         }
     }
