@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use chaja_index::search::{Request, Sort};
+use chaja_index::search::{counts_without_visiting, Request, Sort};
 
 use crate::{Result, SearchError};
 
@@ -18,7 +18,9 @@ use crate::{Result, SearchError};
 /// sends:
 ///
 /// - a time filter: each `from`/`to` pair has its own totals, counted by
-///   visiting every match in the window;
+///   visiting every match in the window, unless the keyword's postings
+///   count them (`counts_without_visiting`: one keyword of up to four
+///   characters);
 /// - a page past the first by number (`page`): the top `offset + limit`
 ///   are collected;
 /// - any order but newest first, first pages and cursors alike: only
@@ -36,8 +38,8 @@ use crate::{Result, SearchError};
 /// totals are known (they are counted once per segment and kept): it is
 /// light.
 pub fn is_heavy(request: &Request) -> bool {
-    request.filter.from.is_some()
-        || request.filter.to.is_some()
+    let windowed = request.filter.from.is_some() || request.filter.to.is_some();
+    (windowed && !counts_without_visiting(request))
         || request.offset > 0
         || request.sort != Sort::Recent
         || !request.filter.ranges.is_empty()
@@ -125,7 +127,7 @@ mod tests {
                     source: SourceId::from_index(0),
                     key: Key::Int(i),
                     title: Some("제목".to_owned()),
-                    body: vec![format!("흔한 말 {i}")],
+                    body: vec![format!("흔한 말 흔한말입니다 {i}")],
                     created_at: i,
                     attributes: vec![("author_id".to_owned(), AttrValue::Int(1))],
                 })
@@ -203,6 +205,17 @@ mod tests {
                         ..Filter::default()
                     },
                     ..first.clone()
+                },
+            ),
+            (
+                "time filter, a keyword of 6 characters",
+                Request {
+                    filter: Filter {
+                        from: Some(10),
+                        to: Some(2_900),
+                        ..Filter::default()
+                    },
+                    ..Request::newest_first(parse_query("흔한말입니다"), 10)
                 },
             ),
         ];

@@ -55,7 +55,7 @@ const DENSE_RATIO: u64 = 32;
 /// characters, with no synonym, no morpheme matching and no attribute
 /// filter.
 pub(super) fn terms(fields: &Fields, request: &Request) -> Option<Vec<Term>> {
-    if request.morph || !request.filter.attributes.is_empty() {
+    if request.keywords.is_empty() || request.morph || !request.filter.attributes.is_empty() {
         return None;
     }
     (0..request.keywords.len())
@@ -69,6 +69,19 @@ pub(super) fn terms(fields: &Fields, request: &Request) -> Option<Vec<Term>> {
             Some(Term::from_field_text(field, keyword.as_str()))
         })
         .collect()
+}
+
+/// Whether a newest-first request's totals, in any time window, are
+/// counted from its postings rather than by visiting its matches: one
+/// keyword of up to four characters and nothing that reads attributes.
+/// (An AND of short keywords is too when they are common, which only the
+/// segments tell.)
+pub fn counts_without_visiting(request: &Request) -> bool {
+    matches!(request.keywords.as_slice(), [keyword] if keyword.char_len() <= 4)
+        && request.forms(0).nth(1).is_none()
+        && !request.morph
+        && !request.filter.reads_attributes()
+        && request.facets.is_empty()
 }
 
 /// The deleted doc ids of `segment`, ascending (empty when it has none).
@@ -111,7 +124,9 @@ pub(super) fn in_range(
     }
     postings.sort_by_key(|(held, _, _)| *held);
     let [(held, inverted, info)] = postings.as_slice() else {
-        let rarest = postings[0].0;
+        let Some(&(rarest, _, _)) = postings.first() else {
+            return Ok(None);
+        };
         if rarest == 0 {
             return Ok(Some(0));
         }

@@ -58,6 +58,7 @@ mod scan;
 
 pub use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
 pub use budget::{Budget, ScanError, StopOnDrop};
+pub use count::counts_without_visiting;
 pub(crate) use count::DeletedDocs;
 pub use query::build_query;
 pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort, DEFAULT_FACET_SIZE};
