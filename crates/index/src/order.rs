@@ -29,19 +29,28 @@ use tantivy::{DocId, SegmentReader};
 
 use chaja_core::sources::{SourceId, MAX_SOURCES};
 
-/// Bits of the time below the source: `created_at` is kept within
-/// ±2^58 ms (±9 million years) of the epoch, far beyond any real row.
+/// Bits of the time below the source.
 const TIME_BITS: u32 = 59;
 const TIME_LIMIT: i64 = 1 << (TIME_BITS - 1);
 
 /// The order of a patch: below every row's (a row's is at least 1).
 pub(crate) const PATCH_ORDER: u64 = 0;
 
+/// The `created_at` the index keeps for a row: within ±2^58 ms (±9 million
+/// years) of the epoch, so that it fits below the source in `order`. A
+/// column of another unit read as milliseconds (nanoseconds since the
+/// epoch, say) lands beyond that and is clamped; the `created_at` field
+/// holds the clamped time too, so that the early stop, time windows and
+/// cursors, which read that field, see the order the segment is sorted in.
+pub(crate) fn clamp_time(created_at: i64) -> i64 {
+    created_at.clamp(1 - TIME_LIMIT, TIME_LIMIT - 1)
+}
+
 /// The `order` of a row of `source` created at `created_at`.
 pub(crate) fn sort_key(source: SourceId, created_at: i64) -> u64 {
     let rank = (MAX_SOURCES - 1 - source.index()) as u64;
     // In [1, 2^59 - 1]: never 0, which is a patch's.
-    let time = created_at.clamp(1 - TIME_LIMIT, TIME_LIMIT - 1) + TIME_LIMIT;
+    let time = clamp_time(created_at) + TIME_LIMIT;
     (rank << TIME_BITS) | time as u64
 }
 

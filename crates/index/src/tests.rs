@@ -326,6 +326,47 @@ fn no_two_documents_share_a_rank() {
     }
 }
 
+/// A time column of another unit read as milliseconds (nanoseconds since
+/// the epoch) lies beyond what the segment order holds: the index keeps
+/// those times clamped, so that newest first still follows the segment
+/// order. The first hit of a newest-first walk ranks above every other.
+#[test]
+fn times_beyond_the_sort_keys_range_still_walk_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let generation = create_generation(dir.path(), &chaja_core::sources::for_tests()).unwrap();
+    let mut writer = generation.writer(16 << 20).unwrap();
+    let nanos = 1_700_000_000_000_000_000i64;
+    for (key, offset) in [(1, 2), (2, 1), (3, 3), (4, -7)] {
+        let mut d = doc(key, 1);
+        d.created_at = nanos + offset;
+        d.body = vec!["먼 시각".to_owned()];
+        writer.upsert(&d).unwrap();
+    }
+    writer.commit(1).unwrap();
+    generation.reload().unwrap();
+    let mut walked = Vec::new();
+    let mut after = None;
+    loop {
+        let request = search::Request {
+            after,
+            ..search::Request::newest_first(chaja_core::text::parse_query("시각"), 1)
+        };
+        let response = search::search(&generation, &request).unwrap();
+        assert_eq!(response.total, 4);
+        let Some(hit) = response.hits.first() else {
+            break;
+        };
+        walked.push(hit.rank);
+        after = Some(hit.rank);
+        assert!(walked.len() <= 4, "the walk repeats");
+    }
+    assert_eq!(walked.len(), 4, "every row once");
+    assert!(
+        walked.windows(2).all(|pair| pair[0] > pair[1]),
+        "newest first: {walked:?}"
+    );
+}
+
 /// `reload` builds every segment's arrays before any query (so that no
 /// first query pays for them), and drops those of segments merged away.
 #[test]

@@ -9,7 +9,7 @@ use chaja_core::sources::SourceId;
 
 use crate::attributes::AttrLayout;
 use crate::checkpoint::Checkpoint;
-use crate::order::{sort_key, PATCH_ORDER};
+use crate::order::{clamp_time, sort_key, PATCH_ORDER};
 use crate::schema::Fields;
 use crate::uid::{key_term, tag, uid};
 use crate::{morph, Result};
@@ -125,7 +125,7 @@ impl DocWriter {
         d.add_u64(f.uid, uid(&doc.key));
         d.add_u64(f.tag, tag(doc.source, &doc.key));
         d.add_text(f.key, key_term(doc.source, &doc.key.text()));
-        d.add_i64(f.created_at, doc.created_at);
+        d.add_i64(f.created_at, clamp_time(doc.created_at));
         d.add_u64(f.order, sort_key(doc.source, doc.created_at));
         d.add_u64(f.digest, doc.digest());
         d.add_u64(f.text_digest, doc.text_digest());

@@ -75,7 +75,9 @@ pub(super) fn terms(fields: &Fields, request: &Request) -> Option<Vec<Term>> {
 /// counted from its postings rather than by visiting its matches: one
 /// keyword of up to four characters and nothing that reads attributes.
 /// (An AND of short keywords is too when they are common, which only the
-/// segments tell.)
+/// segments tell. A range with more than one deleted document per 16 of
+/// the term's postings is visited instead, until a merge drops them: this
+/// says what a request usually costs, for scheduling, not a bound.)
 pub fn counts_without_visiting(request: &Request) -> bool {
     matches!(request.keywords.as_slice(), [keyword] if keyword.char_len() <= 4)
         && request.forms(0).nth(1).is_none()
