@@ -575,8 +575,8 @@ impl<'a> Finder<'a> {
 }
 
 /// The patches `segment` holds, alive or not. They sort last (see
-/// `PATCH_TIME`), so they are the segment's tail from the first document
-/// at that time.
+/// `order`), so they are the segment's tail from the first document at
+/// `PATCH_TIME`.
 fn read_written(
     segment: &SegmentReader,
     fields: &Fields,
@@ -588,15 +588,7 @@ fn read_written(
     let created = segment.fast_fields().i64("created_at")?;
     let digests = segment.fast_fields().u64("digest")?;
     let is_patch_time = |doc: DocId| created.first(doc) == Some(PATCH_TIME);
-    let (mut lo, mut hi) = (0, segment.max_doc());
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if is_patch_time(mid) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
+    let lo = crate::order::partition_point(0..segment.max_doc(), is_patch_time);
     // Each patch's key from the column's dictionary, streamed once: a
     // lookup by ordinal decompresses a dictionary block per patch.
     let mut terms: Vec<Arc<str>> = Vec::with_capacity(keys.num_terms());

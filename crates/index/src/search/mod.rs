@@ -178,18 +178,21 @@ fn search_within(
         let count_facets = !request.facets.is_empty() && facets_here.is_none();
         known_facets.push(facets_here);
         keys.push((key, facets_key, known_total.is_some()));
+        // A newest-first cursor page with its totals known needs only the
+        // matches from the cursor on: every one before it ranks above the
+        // cursor, and a run is sorted newest first. So a deep page costs its
+        // own size, not its depth. Facets still to count need every match,
+        // not only those after it.
+        let from_cursor = match (request.after, known_total, &request.sort, count_facets) {
+            (Some(after), Some(_), Sort::Recent, false) => {
+                Some((after.1, segment.fast_fields().i64("created_at")?))
+            }
+            _ => None,
+        };
         let mut ranges: Vec<(usize, Range<DocId>)> = Vec::new();
         for (source, mut window) in windows(segment, &request.filter)? {
-            // A newest-first cursor page with its totals known needs only
-            // the matches from the cursor on: every one before it ranks
-            // above the cursor, and a run is sorted newest first. So a deep
-            // page costs its own size, not its depth. Facets still to count
-            // need every match, not only those after it.
-            if let (Some(after), Some(_), Sort::Recent, false) =
-                (request.after, known_total, &request.sort, count_facets)
-            {
-                let created = segment.fast_fields().i64("created_at")?;
-                window = time_window(&created, window, None, Some(after.1));
+            if let Some((at, created)) = &from_cursor {
+                window = time_window(created, window, None, Some(*at));
             }
             // A known total still leaves the top-k to find: halves keep
             // both cores busy for the orders that cannot stop early.
