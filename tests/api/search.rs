@@ -531,6 +531,54 @@ async fn heavy_searches_wait_for_their_lane_and_others_do_not() {
     app.finish().await;
 }
 
+/// Searches the cache does not answer take turns of the engine, with a
+/// bounded line: with every turn taken and no room to wait, a new search
+/// is shed at once with a 503 `overloaded` and `Retry-After`, while an
+/// answer the cache holds is served without a turn; once a turn is free
+/// the same search answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_a_full_line_searches_are_shed_and_cached_answers_are_not() {
+    let app = crate::helpers::spawn_app_with(Store::Sqlite, |a| {
+        a.limits.search_turns = Some(1);
+        a.limits.max_queued_searches = 0;
+    })
+    .await;
+    let user = app.create_user("u").await;
+    app.create_question(user, "줄서기 시험", "본문").await;
+    app.wait_indexed().await;
+    let (status, body) = app.get("/api/search?q=줄서기").await;
+    assert_eq!(
+        (status, &body["total"]),
+        (StatusCode::OK, &json!(1)),
+        "{body}"
+    );
+    let turn = app.state.search.engine.hold().await;
+    let response = app
+        .client
+        .get(app.url("/api/search?q=시험"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "overloaded", "{body}");
+    let (status, body) = app.get("/api/search?q=줄서기").await;
+    assert_eq!(
+        (status, &body["total"]),
+        (StatusCode::OK, &json!(1)),
+        "{body}"
+    );
+    drop(turn);
+    let (status, body) = app.get("/api/search?q=시험").await;
+    assert_eq!(
+        (status, &body["total"]),
+        (StatusCode::OK, &json!(1)),
+        "{body}"
+    );
+    app.finish().await;
+}
+
 /// Synonyms from the config file: a keyword of a group matches a row that
 /// contains any form, each row once, and the total is the brute-force
 /// union; `synonyms=false` searches the keyword alone.

@@ -11,8 +11,9 @@ use chaja_index::SearchIndex;
 use chaja_mirror::indexer::Indexer;
 use chaja_mirror::MirrorHandle;
 use chaja_search::cache::SearchCache;
-use chaja_search::lane::HeavyLane;
+use chaja_search::lane::heavy_lane;
 use chaja_search::trending::Trending;
+use chaja_search::turns::Turns;
 use chaja_search::SearchService;
 use chaja_store::Db;
 
@@ -207,7 +208,12 @@ impl App {
             trending,
             zero_results,
             chaja_search::suggest::Suggester::default(),
-            HeavyLane::new(args.limits.heavy_searches()),
+            heavy_lane(args.limits.heavy_searches()),
+            Turns::new(
+                "engine",
+                args.limits.search_turns(),
+                args.limits.max_queued_searches,
+            ),
             blake3::derive_key("chaja search cursor v1", secret.as_bytes()),
             args.limits.request_timeout(),
         );

@@ -498,6 +498,18 @@ pub struct LimitArgs {
     #[arg(long, env = "CHAJA_HEAVY_SEARCHES")]
     pub heavy_searches: Option<usize>,
 
+    /// Searches the cache does not answer that run at once; the rest wait
+    /// their turn in arrival order. Default: four per core (at 1M rows on
+    /// 2 cores, 8 kept the throughput of no limit with a fifth of its p99;
+    /// 4 lost a tenth of it; BENCHMARKS.md).
+    #[arg(long, env = "CHAJA_SEARCH_TURNS")]
+    pub search_turns: Option<usize>,
+
+    /// Searches that may wait for a turn; past it a search gets a 503
+    /// `overloaded` at once instead of waiting for seconds.
+    #[arg(long, env = "CHAJA_MAX_QUEUED_SEARCHES", default_value_t = 256)]
+    pub max_queued_searches: usize,
+
     /// Requests one client may have in flight at once; more get a 429.
     /// 0 turns the cap off. Loopback clients are never capped.
     #[arg(long, env = "CHAJA_MAX_IN_FLIGHT_PER_CLIENT", default_value_t = 64)]
@@ -516,6 +528,12 @@ pub struct LimitArgs {
 impl LimitArgs {
     pub fn request_timeout(&self) -> Duration {
         self.request_timeout.max(Duration::from_millis(1))
+    }
+
+    pub fn search_turns(&self) -> usize {
+        self.search_turns
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| 4 * n.get()))
+            .max(1)
     }
 
     pub fn heavy_searches(&self) -> usize {

@@ -189,6 +189,15 @@ impl IntoResponse for ApiError {
                 message,
             },
         };
-        (status, Json(body)).into_response()
+        let overloaded = body.error.code == "overloaded";
+        let mut response = (status, Json(body)).into_response();
+        if overloaded {
+            // Shed, not failed: the line is short again within a second.
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        response
     }
 }

@@ -7,8 +7,9 @@ use chaja_index::IndexError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
-    /// Too much heavy work is waiting already; try again later.
-    #[error("the server is busy with heavy searches; try again")]
+    /// Too many searches are waiting already (see `turns`); try again
+    /// later.
+    #[error("the server is busy with other searches; try again")]
     Overloaded,
 
     /// A search ran out of its time budget (the request timeout).

@@ -8,6 +8,8 @@
 //!   keyed by the typed [`chaja_index::search::SearchKey`], fresh by the
 //!   index [`chaja_index::Version`] or a stated age bound, with one
 //!   recompute per key; [`cache::redis`] bounds every Redis call.
+//! - [`turns`]: searches the cache does not answer run a few at a time,
+//!   in arrival order, with a bounded line; past it they are shed.
 //! - [`lane`]: the heavy lane, where searches no cache helps take turns.
 //! - [`cursor`]: the rank of a page's last hit, bound to its query by a MAC.
 //! - [`trending`]: time-bucketed keyword counts (실시간 인기 검색어), in
@@ -25,6 +27,7 @@ pub mod lane;
 pub mod service;
 pub mod suggest;
 pub mod trending;
+pub mod turns;
 
 pub use error::SearchError;
 pub use service::{Alternative, Asked, SearchService, Served, LOW_RESULTS};

@@ -1,8 +1,9 @@
 //! The answer path: a checked [`Request`] in, an [`Answer`] out.
 //!
 //! A first page goes through the [`SearchCache`]; on a miss, or for any
-//! other page, the search runs on the live generation on the blocking pool,
-//! heavy ones in the [`HeavyLane`], and stops at the request's deadline or
+//! other page, the search waits for one of the [`Turns`] searches take in
+//! arrival order (heavy ones first in the [`HeavyLane`]), runs on the live
+//! generation on the blocking pool, and stops at the request's deadline or
 //! when nobody waits for it any more. The hits are encoded once, by the
 //! caller's encoder, so the cache keeps bytes and never a REST type.
 //! Around the answer: trending and zero-result counts, and `did_you_mean`
@@ -23,6 +24,7 @@ use crate::cache::{Answer, CacheStatus, SearchCache};
 use crate::lane::{is_heavy, HeavyLane};
 use crate::suggest::Suggester;
 use crate::trending::Trending;
+use crate::turns::Turns;
 use crate::{cursor, Result};
 
 /// A query that may be what was meant, with its exact total.
@@ -101,6 +103,9 @@ pub struct SearchService {
     pub suggester: Suggester,
     /// The lane heavy searches take turns in (see [`is_heavy`]).
     pub lane: Arc<HeavyLane>,
+    /// The turns every search the cache does not answer takes, in arrival
+    /// order, with a bounded line (see [`Turns`]).
+    pub engine: Arc<Turns>,
     /// Signs cursors (see [`cursor`]).
     pub cursor_key: Arc<[u8; 32]>,
     /// How long a request may take: a search stops its work at this
@@ -118,6 +123,7 @@ impl SearchService {
         zero_results: Trending,
         suggester: Suggester,
         lane: HeavyLane,
+        engine: Turns,
         cursor_key: [u8; 32],
         request_timeout: Duration,
     ) -> SearchService {
@@ -128,6 +134,7 @@ impl SearchService {
             zero_results,
             suggester,
             lane: Arc::new(lane),
+            engine: Arc::new(engine),
             cursor_key: Arc::new(cursor_key),
             request_timeout,
             did_you_mean: moka::future::Cache::builder()
@@ -219,17 +226,19 @@ impl SearchService {
         // out or its client hung up) or at the request's deadline, instead
         // of finishing work nobody reads.
         let budget = search::Budget::until(deadline);
-        // Heavy searches take turns for a few cores (see `is_heavy`); the
-        // wait counts against the request's deadline.
-        let turn = match is_heavy(&request) {
+        // Heavy searches take turns for a few cores (see `is_heavy`), then
+        // every search takes a turn of the engine, in arrival order (see
+        // `Turns`); the waits count against the request's deadline.
+        let lane_turn = match is_heavy(&request) {
             true => Some(self.lane.enter().await?),
             false => None,
         };
+        let turn = self.engine.enter().await?;
         let stop = budget.stop_on_drop();
         let (response, request) = tokio::task::spawn_blocking(move || {
-            // The turn is the work's, not the request's: a scan that
-            // outlives its request still holds it until it stops.
-            let _turn = turn;
+            // The turns are the work's, not the request's: a scan that
+            // outlives its request still holds them until it stops.
+            let _turns = (lane_turn, turn);
             let _enter = span.enter();
             let started = Instant::now();
             let result = search::search_budgeted(&generation, &request, &budget);
