@@ -265,7 +265,7 @@ fn serve_args(database: &Database) -> ServeArgs {
             max_in_flight_per_client: 0,
             heavy_searches: None,
             search_turns: None,
-            max_queued_searches: 256,
+            max_queued_searches: 128,
             trusted_proxies: Default::default(),
             client_ip_header: Default::default(),
             max_query_chars: 100,

@@ -38,6 +38,19 @@ pub enum SearchError {
     Shared(Arc<SearchError>),
 }
 
+impl SearchError {
+    /// The server was too busy to answer in time (shed, or out of time),
+    /// as opposed to failing: an older answer still within its bound is
+    /// better than this.
+    pub fn is_busy(&self) -> bool {
+        match self {
+            SearchError::Overloaded | SearchError::TimedOut => true,
+            SearchError::Shared(inner) => inner.is_busy(),
+            _ => false,
+        }
+    }
+}
+
 impl From<tantivy::TantivyError> for SearchError {
     fn from(e: tantivy::TantivyError) -> SearchError {
         SearchError::Index(e.into())

@@ -228,7 +228,8 @@ impl SearchService {
         let budget = search::Budget::until(deadline);
         // Heavy searches take turns for a few cores (see `is_heavy`), then
         // every search takes a turn of the engine, in arrival order (see
-        // `Turns`); the waits count against the request's deadline.
+        // `Turns`). A request that times out while it waits is dropped by
+        // the HTTP layer's timeout, and leaves the line.
         let lane_turn = match is_heavy(&request) {
             true => Some(self.lane.enter().await?),
             false => None,

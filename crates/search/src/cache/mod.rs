@@ -292,6 +292,9 @@ impl SearchCache {
             self.count(Tier::L2, false);
         }
         let mut claim = None;
+        // The answer in grace this request recomputes: served instead of a
+        // 503 if the recompute is shed or runs out of time under load.
+        let mut in_grace = None;
         if let Some(stale) = stale {
             // Redis calls took time: the bound is checked against the clock
             // now, not at the start of the request.
@@ -302,7 +305,10 @@ impl SearchCache {
                         self.count(Tier::Grace, true);
                         return Ok(served(stale, now, true));
                     }
-                    Claim::Ours(refreshing) => claim = Some(refreshing),
+                    Claim::Ours(refreshing) => {
+                        claim = Some(refreshing);
+                        in_grace = Some(stale);
+                    }
                 }
             }
         }
@@ -311,7 +317,13 @@ impl SearchCache {
         let publish = repeat || claim.is_some();
         let answer = self.compute(key, publish, compute).await;
         drop(claim);
-        let answer = answer?;
+        let answer = match (answer, in_grace) {
+            (Err(e), Some(stale)) if e.is_busy() => {
+                self.count(Tier::Grace, true);
+                return Ok(served(stale, now_ms(), true));
+            }
+            (answer, _) => answer?,
+        };
         let age_ms = (now_ms() - answer.computed_at_ms).max(0);
         Ok((
             answer,
@@ -632,5 +644,30 @@ mod tests {
             (fresh.watermark, status.hit, status.stale),
             (version.get(), true, false)
         );
+    }
+
+    /// A recompute shed under load (or out of time) serves the answer in
+    /// grace instead of an error; with no answer in grace the error is
+    /// the request's.
+    #[tokio::test]
+    async fn a_shed_recompute_serves_the_answer_in_grace() {
+        let version = Version::default();
+        let cache = cache(60_000, &version);
+        burst(&cache).await;
+        version.bump();
+        let shed = |_| async { Err(SearchError::Overloaded) };
+        let (stale, status) = cache.get_or_compute(&hot(), shed).await.unwrap();
+        assert_eq!(cache.computations(), 2, "the recompute was tried");
+        assert!(status.hit && status.stale, "{status:?}");
+        assert!(stale.watermark < version.get());
+        let other = SearchKey::first_page(&chaja_index::search::Request::newest_first(
+            chaja_core::text::parse_query("없는말"),
+            10,
+        ));
+        let refused = cache.get_or_compute(&other, shed).await;
+        assert!(matches!(
+            refused,
+            Err(SearchError::Shared(_) | SearchError::Overloaded)
+        ));
     }
 }
