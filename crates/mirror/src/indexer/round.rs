@@ -10,7 +10,6 @@ use chaja_core::sources::{SourceId, Sources};
 use chaja_index::{Checkpoint, DocWriter, Generation, Indexed, Morphemes};
 use chaja_store::outbox::{self, OutboxRow};
 use chaja_store::rows::Loaded;
-use rayon::prelude::*;
 
 use super::position::{Position, MAX_GAP_RUNS};
 use super::Indexer;
@@ -55,6 +54,27 @@ pub(super) async fn load_into(
         }
     }
     Ok(())
+}
+
+/// Rows whose morphemes the analysis thread may find ahead of the one
+/// tantivy is handed: enough that the indexing thread never waits for
+/// one, few enough to hold little memory.
+const ANALYSED_AHEAD: usize = 64;
+
+/// The thread the indexer's rounds analyse rows on: one for the
+/// process, so that lindera's per-thread buffers stay warm from round to
+/// round.
+fn analysis_thread() -> Result<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    if let Some(pool) = POOL.get() {
+        return Ok(pool);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .thread_name(|_| "chaja-analysis".to_owned())
+        .build()
+        .map_err(std::io::Error::other)?;
+    Ok(POOL.get_or_init(|| pool))
 }
 
 /// Batches of outbox rows one round may read while they name few keys.
@@ -437,46 +457,56 @@ pub(super) fn apply(
         .map(|(source, key, _)| (*source, key.as_str()))
         .collect();
     let actions = plan(work, generation.indexed(&upserts)?, fold);
-    // The rows to write, and their morphemes found on every core at once:
-    // the Korean analysis is most of a row's cost before tantivy's own.
+    // The rows to write. Their morphemes are found on the analysis thread
+    // while the loop below hands the rows before them to tantivy's
+    // indexing thread, as a rebuild does (one thread of each kind on two
+    // cores). Found all first, even on every core, they kept the indexing
+    // thread idle for the first third of each round.
     let writes: Vec<&Doc> = work
         .iter()
         .zip(&actions)
         .filter(|(_, action)| **action == Action::Write)
         .filter_map(|((_, _, doc), _)| doc.as_ref())
         .collect();
-    let mut morphemes = writes
-        .par_iter()
-        .map(|doc| Morphemes::of(doc))
-        .collect::<Vec<_>>()
-        .into_iter();
-    let mut changed = 0;
-    let mut kept = 0;
-    let mut patched = 0;
-    for ((source, key, doc), action) in work.iter().zip(actions) {
-        match (action, doc) {
-            (Action::Keep, _) => {
-                kept += 1;
-                continue;
+    let (changed, kept, patched) = analysis_thread()?.in_place_scope(|scope| -> Result<_> {
+        let (found, morphemes) = std::sync::mpsc::sync_channel(ANALYSED_AHEAD);
+        scope.spawn(move |_| {
+            for doc in writes {
+                // Refused when the loop below stopped at an error.
+                if found.send(Morphemes::of(doc)).is_err() {
+                    return;
+                }
             }
-            (Action::Write, Some(doc)) => {
-                let found = morphemes.next().expect("one analysis per write");
-                writer.upsert_with(doc, found)?;
+        });
+        let (mut changed, mut kept, mut patched) = (0, 0, 0);
+        for ((source, key, doc), action) in work.iter().zip(actions) {
+            match (action, doc) {
+                (Action::Keep, _) => {
+                    kept += 1;
+                    continue;
+                }
+                (Action::Write, Some(doc)) => {
+                    // The analysis sends one per write, unless it panicked:
+                    // the scope then raises its panic when this returns.
+                    let Ok(found) = morphemes.recv() else { break };
+                    writer.upsert_with(doc, found)?;
+                }
+                (Action::Patch, Some(doc)) => {
+                    writer.patch(doc)?;
+                    patched += 1;
+                }
+                (Action::Unpatch, _) => {
+                    writer.unpatch(*source, key);
+                    patched += 1;
+                }
+                (Action::Delete, _) | (Action::Write | Action::Patch, None) => {
+                    writer.delete(*source, key)
+                }
             }
-            (Action::Patch, Some(doc)) => {
-                writer.patch(doc)?;
-                patched += 1;
-            }
-            (Action::Unpatch, _) => {
-                writer.unpatch(*source, key);
-                patched += 1;
-            }
-            (Action::Delete, _) | (Action::Write | Action::Patch, None) => {
-                writer.delete(*source, key)
-            }
+            changed += 1;
         }
-        changed += 1;
-    }
+        Ok((changed, kept, patched))
+    })?;
     if kept > 0 {
         metrics::counter!("index_changes_unchanged_total").increment(kept);
     }
