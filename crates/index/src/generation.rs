@@ -464,9 +464,9 @@ impl Generation {
     /// storm of 500 likes a second (100k rows, 2 cores) took 181 ms a
     /// commit on two threads and 77 ms on one, and its changes were
     /// searchable in p99 1.1 s against 0.36 s; text changes lost less than
-    /// machine noise. The rows' analysis runs on every core before them
-    /// (see the mirror's `round`), as a rebuild's runs beside its one
-    /// indexing thread.
+    /// machine noise. The rows' analysis runs on a thread of its own
+    /// beside this one indexing thread (see the mirror's `round`), as a
+    /// rebuild's does.
     pub fn writer(&self, memory_budget: usize) -> Result<DocWriter> {
         let writer = self.writer_with_threads(memory_budget, 1)?;
         writer
