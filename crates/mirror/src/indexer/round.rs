@@ -486,9 +486,12 @@ pub(super) fn apply(
                     continue;
                 }
                 (Action::Write, Some(doc)) => {
-                    // The analysis sends one per write, unless it panicked:
-                    // the scope then raises its panic when this returns.
-                    let Ok(found) = morphemes.recv() else { break };
+                    // The analysis sends one per write, unless it panicked
+                    // (the scope raises that panic when this returns): never
+                    // commit a round without all of its rows.
+                    let Ok(found) = morphemes.recv() else {
+                        return Err(std::io::Error::other("the analysis thread stopped").into());
+                    };
                     writer.upsert_with(doc, found)?;
                 }
                 (Action::Patch, Some(doc)) => {

@@ -318,7 +318,12 @@ impl SearchCache {
         let answer = self.compute(key, publish, compute).await;
         drop(claim);
         let answer = match (answer, in_grace) {
-            (Err(e), Some(stale)) if e.is_busy() => {
+            // Still within the bound now, after the wait: a search can wait
+            // in the heavy lane, or join a flight started long before.
+            (Err(e), Some(stale))
+                if e.is_busy()
+                    && now_ms() - stale.computed_at_ms < self.max_stale_ms + self.grace_ms =>
+            {
                 self.count(Tier::Grace, true);
                 return Ok(served(stale, now_ms(), true));
             }
@@ -669,5 +674,22 @@ mod tests {
             refused,
             Err(SearchError::Shared(_) | SearchError::Overloaded)
         ));
+    }
+
+    /// An answer in grace when the recompute began, but past its bound when
+    /// the recompute was shed, is not served: the bound holds however long
+    /// the recompute waited.
+    #[tokio::test]
+    async fn a_shed_recompute_past_the_bound_serves_no_stale_answer() {
+        let version = Version::default();
+        let cache = cache(200, &version);
+        burst(&cache).await;
+        version.bump();
+        let shed_late = |_| async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Err(SearchError::Overloaded)
+        };
+        let refused = cache.get_or_compute(&hot(), shed_late).await;
+        assert!(refused.is_err(), "served an answer past its bound");
     }
 }
