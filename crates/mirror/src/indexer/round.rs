@@ -457,6 +457,7 @@ pub(super) fn apply(
         .map(|(source, key, _)| (*source, key.as_str()))
         .collect();
     let actions = plan(work, generation.indexed(&upserts)?, fold);
+    let planned = started.elapsed();
     // The rows to write. Their morphemes are found on the analysis thread
     // while the loop below hands the rows before them to tantivy's
     // indexing thread, as a rebuild does (one thread of each kind on two
@@ -516,10 +517,23 @@ pub(super) fn apply(
     if patched > 0 {
         metrics::counter!("index_changes_patched_total").increment(patched);
     }
+    let fed = started.elapsed();
     writer.commit_checkpoint(checkpoint)?;
+    let committed = started.elapsed();
     // Also builds the new segments' arrays (see `Generation::prime`):
     // the next query need not.
     generation.reload()?;
+    // Where a round's time goes: analysis and tantivy's indexing thread
+    // overlap until `fed`; the commit then waits for the indexing thread
+    // to index what it was handed and write the segment.
+    tracing::debug!(
+        rows = work.len(),
+        planned_ms = planned.as_millis() as u64,
+        fed_ms = fed.as_millis() as u64,
+        committed_ms = committed.as_millis() as u64,
+        reloaded_ms = started.elapsed().as_millis() as u64,
+        "applied a round"
+    );
     metrics::histogram!("index_commit_seconds").record(started.elapsed().as_secs_f64());
     metrics::counter!("index_changes_applied_total").increment(changed as u64);
     Ok(changed)
