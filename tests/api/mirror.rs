@@ -134,7 +134,7 @@ async fn reindex_gives_the_same_answers(store: Store) {
     ];
     // Morphemes reach the index ready-made, found by the indexer for
     // single rows and by reindex's own threads for a rebuild: match=morph
-    // must find the same rows either way (both call `Analysis::of`; this
+    // must find the same rows either way (both call `Morphemes::of`; this
     // checks the wiring, `korean.rs` checks the morphemes).
     let morph_ids = |body: serde_json::Value| {
         let mut ids: Vec<String> = body["hits"]

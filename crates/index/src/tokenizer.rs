@@ -1,4 +1,5 @@
-//! Character n-gram tokenizers, and the texts they are handed.
+//! Character n-gram tokenizers with real positions, and the texts they
+//! are handed.
 //!
 //! tantivy's `NgramTokenizer` gives every gram position 0, so a phrase query
 //! over its grams cannot check adjacency. [`GramTokenizer`] emits the grams
@@ -22,7 +23,7 @@ use chaja_core::text::normalize;
 /// once, back to back (for the fields that keep doc ids only: a repeat
 /// changes nothing there but costs tantivy a hash lookup, and in a row of
 /// Korean prose most characters and many bigrams are repeats).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct GramTexts {
     pub(crate) normalized: String,
     /// `distinct[n - 1]`: the distinct grams of `n` characters, in the
@@ -33,19 +34,23 @@ pub struct GramTexts {
 impl GramTexts {
     pub fn of(text: &str) -> GramTexts {
         let normalized = normalize(text);
-        let bounds = char_bounds(&normalized);
-        let distinct = [1, 2, 3].map(|n| {
-            let grams = bounds.len().saturating_sub(n);
-            let mut seen = foldhash::HashSet::with_capacity_and_hasher(grams, Default::default());
-            let mut out = String::new();
-            for i in 0..grams {
-                let gram = &normalized[bounds[i]..bounds[i + n]];
-                if seen.insert(gram) {
-                    out.push_str(gram);
+        let chars: Vec<char> = normalized.chars().collect();
+        // A gram of up to three characters is one number (21 bits a
+        // character): hashing and comparing those is several times
+        // cheaper than hashing and comparing their text.
+        let mut seen: [foldhash::HashSet<u64>; 3] = Default::default();
+        let mut distinct: [String; 3] = Default::default();
+        for (n, (seen, out)) in seen.iter_mut().zip(&mut distinct).enumerate() {
+            let grams = (chars.len() + 1).saturating_sub(n + 1);
+            seen.reserve(grams);
+            out.reserve(grams * (n + 1) * 3);
+            for gram in chars.windows(n + 1) {
+                let key = gram.iter().fold(0u64, |key, &c| key << 21 | u64::from(c));
+                if seen.insert(key) {
+                    out.extend(gram);
                 }
             }
-            out
-        });
+        }
         GramTexts {
             normalized,
             distinct,
@@ -133,7 +138,6 @@ pub struct SplitTokenizer {
 
 impl SplitTokenizer {
     pub fn new(n: usize) -> Self {
-        assert!(n >= 1, "grams have at least one character");
         SplitTokenizer { n }
     }
 }

@@ -44,10 +44,8 @@ pub(crate) fn attributes_json(attributes: &[(String, chaja_core::model::AttrValu
 /// tantivy's pre-tokenized values make a JSON round trip per document.
 /// The gram texts ([`GramTexts`]) move the normalization and the search for
 /// distinct short grams there too: the indexing thread is the one a
-/// rebuild (and the indexer) waits for, and with the dictionary the
-/// analysis thread had time to spare. No `Default`: a row written with an
-/// empty analysis would have no grams, and no search would find it.
-#[derive(Debug)]
+/// rebuild waits for, and the analysis thread had time to spare.
+#[derive(Debug, Default)]
 pub struct Analysis {
     title: String,
     content: String,

@@ -123,8 +123,7 @@ pub async fn reindex_locked(
     let root = root.to_path_buf();
     // With a dictionary, half the cores analyse Korean and the other half
     // run tantivy's indexing threads (see `index::Analysis`); without one
-    // only the gram texts are prepared (on rayon's global pool, a small
-    // share of each row's work), and tantivy gets every core.
+    // there is little to analyse and tantivy gets every core.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let analysing = match morph::analyzer() {
         Analyzer::Korean(..) => (cores / 2).max(1),
@@ -409,7 +408,7 @@ async fn build(
                     let analysing = Instant::now();
                     let analysed: Vec<Analysis> = match &pool {
                         Some(pool) => pool.install(|| page.par_iter().map(Analysis::of).collect()),
-                        None => page.par_iter().map(Analysis::of).collect(),
+                        None => page.iter().map(Analysis::of).collect(),
                     };
                     busy += analysing.elapsed();
                     if analysed_tx.send((page, analysed)).is_err() {
