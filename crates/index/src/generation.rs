@@ -17,7 +17,7 @@ use crate::checkpoint::{read_checkpoint, Checkpoint};
 use crate::merges::{ApartMergePolicy, MergeHold, SegmentKinds};
 use crate::patches::{Patches, Tracker};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
-use crate::tokenizer::{GramTokenizer, SplitTokenizer};
+use crate::tokenizer::GramTokenizer;
 use crate::uid::{key_term, tag_source};
 use crate::writer::{for_each_live_key, DocWriter};
 use crate::{morph, search, IndexError, Result};
@@ -185,12 +185,15 @@ impl Generation {
         index
             .tokenizers()
             .register(FOURGRAM, GramTokenizer::fourgram());
-        // The short grams come cut out ahead, each once (see `GramTexts`).
-        index.tokenizers().register(TRIGRAM, SplitTokenizer::new(3));
-        index.tokenizers().register(BIGRAM, SplitTokenizer::new(2));
-        index.tokenizers().register(UNIGRAM, SplitTokenizer::new(1));
+        index
+            .tokenizers()
+            .register(TRIGRAM, GramTokenizer::trigram());
+        index.tokenizers().register(BIGRAM, GramTokenizer::bigram());
+        index
+            .tokenizers()
+            .register(UNIGRAM, GramTokenizer::unigram());
         // The morphological fields hold morphemes found before the writer,
-        // joined by spaces (see `Analysis`).
+        // joined by spaces (see `Morphemes`).
         index
             .tokenizers()
             .register(MORPH, WhitespaceTokenizer::default());

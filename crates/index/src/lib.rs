@@ -9,8 +9,7 @@
 //! live, never a half-built one.
 //!
 //! - [`schema`]: the fields (n-grams, morphemes, keys, attributes) and
-//!   [`tokenizer`]: character n-grams of normalized text, prepared off the
-//!   indexing thread.
+//!   [`tokenizer`]: positional character n-grams of normalized text.
 //! - [`morph`]: Korean morphology (lindera, mecab-ko-dic): building and
 //!   loading the dictionary, content morphemes.
 //! - `generation`: one opened generation ([`Generation`]) and its stamps;
@@ -62,6 +61,6 @@ pub use live::SearchIndex;
 pub use patches::Patches;
 pub use uid::{key_term, parse_key_term, tag, tag_has_string_key, tag_source, uid};
 pub use version::Version;
-pub use writer::{for_each_live_key, Analysis, DocWriter, BODY_SEPARATOR};
+pub use writer::{for_each_live_key, DocWriter, Morphemes, BODY_SEPARATOR};
 
 pub type Result<T, E = IndexError> = std::result::Result<T, E>;

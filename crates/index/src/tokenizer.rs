@@ -1,110 +1,126 @@
-//! Character n-gram tokenizers with real positions, and the texts they
-//! are handed.
+//! Character n-gram tokenizers with real positions.
 //!
 //! tantivy's `NgramTokenizer` gives every gram position 0, so a phrase query
-//! over its grams cannot check adjacency. [`GramTokenizer`] emits the grams
-//! of normalized text with `position = character index`: a slop-0 phrase of
-//! a keyword's 4-grams then matches exactly where the keyword is a
-//! substring. Spaces and punctuation are kept in the grams, as `LIKE` keeps
-//! them.
-//!
-//! tantivy runs a field's tokenizer on its indexing thread, the one thread
-//! a rebuild (and the indexer) waits for. So what can be done before is:
-//! [`GramTexts`] normalizes a row once and finds its distinct short grams
-//! on the analysis thread, beside its morphemes, and the indexing thread
-//! only cuts them out.
+//! over its grams cannot check adjacency. These emit the grams of the
+//! normalized text with `position = character index`: a slop-0 phrase of a
+//! keyword's 4-grams then matches exactly where the keyword is a substring.
+//! Spaces and punctuation are kept in the grams, as `LIKE` keeps them.
+
+use std::cell::RefCell;
+use std::sync::Arc;
 
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 use chaja_core::text::normalize;
 
-/// What a row's gram fields are given: its text normalized (for the
-/// positional 4-grams), and for 1, 2 and 3 characters each distinct gram
-/// once, back to back (for the fields that keep doc ids only: a repeat
-/// changes nothing there but costs tantivy a hash lookup, and in a row of
-/// Korean prose most characters and many bigrams are repeats).
-#[derive(Debug, Default)]
-pub struct GramTexts {
-    pub(crate) normalized: String,
-    /// `distinct[n - 1]`: the distinct grams of `n` characters, in the
-    /// order they first occur, for [`SplitTokenizer`] to cut.
-    pub(crate) distinct: [String; 3],
+thread_local! {
+    /// The last two texts normalized for indexing on this thread, and what
+    /// they became.
+    static RECENT: RefCell<[(String, Arc<str>); 2]> = RefCell::default();
 }
 
-impl GramTexts {
-    pub fn of(text: &str) -> GramTexts {
-        let normalized = normalize(text);
-        let chars: Vec<char> = normalized.chars().collect();
-        // A gram of up to three characters is one number (21 bits a
-        // character): hashing and comparing those is several times
-        // cheaper than hashing and comparing their text.
-        let mut seen: [foldhash::HashSet<u64>; 3] = Default::default();
-        let mut distinct: [String; 3] = Default::default();
-        for (n, (seen, out)) in seen.iter_mut().zip(&mut distinct).enumerate() {
-            let grams = (chars.len() + 1).saturating_sub(n + 1);
-            seen.reserve(grams);
-            out.reserve(grams * (n + 1) * 3);
-            for gram in chars.windows(n + 1) {
-                let key = gram.iter().fold(0u64, |key, &c| key << 21 | u64::from(c));
-                if seen.insert(key) {
-                    out.extend(gram);
-                }
-            }
+/// [`normalize`], remembered for the next tokenizer. tantivy tokenizes a
+/// document's fields in turn on one thread, and a row's text passes
+/// through four gram tokenizers: comparing the text is much cheaper than
+/// normalizing it again, which was a tenth of a rebuild.
+pub fn normalize_for_indexing(text: &str) -> Arc<str> {
+    RECENT.with_borrow_mut(|recent| {
+        if let Some((_, normalized)) = recent.iter().find(|(raw, _)| raw == text) {
+            return normalized.clone();
         }
-        GramTexts {
-            normalized,
-            distinct,
-        }
-    }
+        let normalized: Arc<str> = normalize(text).into();
+        recent.swap(0, 1);
+        recent[0] = (text.to_owned(), normalized.clone());
+        normalized
+    })
 }
 
-/// The byte offset of every character of `text`, and `text.len()`.
-fn char_bounds(text: &str) -> Vec<usize> {
-    let mut bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-    bounds.push(text.len());
-    bounds
-}
-
-/// Overlapping grams of `n` characters of text already normalized (see
-/// [`GramTexts`]), each occurrence at its character index.
+/// Overlapping grams of `n` characters of [`normalize`]d text.
 #[derive(Clone, Debug)]
 pub struct GramTokenizer {
     n: usize,
+    /// Each gram once per text, for fields that keep doc ids only: repeats
+    /// change nothing there but cost tantivy a hash lookup each, and in a
+    /// row of Korean prose most characters and many bigrams are repeats.
+    distinct: bool,
 }
 
 impl GramTokenizer {
-    /// The positional grams of the `grams4` field.
+    pub fn unigram() -> Self {
+        GramTokenizer {
+            n: 1,
+            distinct: true,
+        }
+    }
+
+    pub fn bigram() -> Self {
+        GramTokenizer {
+            n: 2,
+            distinct: true,
+        }
+    }
+
+    pub fn trigram() -> Self {
+        GramTokenizer {
+            n: 3,
+            distinct: true,
+        }
+    }
+
+    /// The positional grams: every occurrence, at its character index.
     pub fn fourgram() -> Self {
-        GramTokenizer { n: 4 }
+        GramTokenizer {
+            n: 4,
+            distinct: false,
+        }
     }
 }
 
-pub struct GramStream<'a> {
-    text: &'a str,
+pub struct GramStream {
+    text: Arc<str>,
     /// Byte offset of every character, plus `text.len()` at the end.
     bounds: Vec<usize>,
     n: usize,
+    /// The character index of each gram to emit, when not all of them are.
+    starts: Option<Vec<usize>>,
     next: usize,
     token: Token,
 }
 
 impl Tokenizer for GramTokenizer {
-    type TokenStream<'a> = GramStream<'a>;
+    type TokenStream<'a> = GramStream;
 
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> GramStream<'a> {
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> GramStream {
+        let text = normalize_for_indexing(text);
+        let mut bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+        bounds.push(text.len());
+        let grams = bounds.len().saturating_sub(self.n);
+        let starts = self.distinct.then(|| {
+            let mut seen = foldhash::HashSet::with_capacity_and_hasher(grams, Default::default());
+            (0..grams)
+                .filter(|&i| seen.insert(&text[bounds[i]..bounds[i + self.n]]))
+                .collect()
+        });
         GramStream {
             text,
-            bounds: char_bounds(text),
+            bounds,
             n: self.n,
+            starts,
             next: 0,
             token: Token::default(),
         }
     }
 }
 
-impl TokenStream for GramStream<'_> {
+impl TokenStream for GramStream {
     fn advance(&mut self) -> bool {
-        let pos = self.next;
+        let pos = match &self.starts {
+            Some(starts) => match starts.get(self.next) {
+                Some(&pos) => pos,
+                None => return false,
+            },
+            None => self.next,
+        };
         if pos + self.n >= self.bounds.len() {
             return false;
         }
@@ -116,71 +132,6 @@ impl TokenStream for GramStream<'_> {
         self.token.position = pos;
         self.token.position_length = 1;
         self.next += 1;
-        true
-    }
-
-    fn token(&self) -> &Token {
-        &self.token
-    }
-
-    fn token_mut(&mut self) -> &mut Token {
-        &mut self.token
-    }
-}
-
-/// Cuts text made of grams of `n` characters back to back (see
-/// [`GramTexts`]) into those grams, for the fields that keep doc ids only
-/// (their positions are not stored).
-#[derive(Clone, Debug)]
-pub struct SplitTokenizer {
-    n: usize,
-}
-
-impl SplitTokenizer {
-    pub fn new(n: usize) -> Self {
-        SplitTokenizer { n }
-    }
-}
-
-pub struct SplitStream<'a> {
-    chars: std::str::CharIndices<'a>,
-    text: &'a str,
-    n: usize,
-    token: Token,
-}
-
-impl Tokenizer for SplitTokenizer {
-    type TokenStream<'a> = SplitStream<'a>;
-
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> SplitStream<'a> {
-        SplitStream {
-            chars: text.char_indices(),
-            text,
-            n: self.n,
-            token: Token::default(),
-        }
-    }
-}
-
-impl TokenStream for SplitStream<'_> {
-    fn advance(&mut self) -> bool {
-        let Some((from, first)) = self.chars.next() else {
-            return false;
-        };
-        let mut to = from + first.len_utf8();
-        // A short gram at the end would come from a text `GramTexts` did
-        // not make: it is indexed as it is, and no query reads it.
-        for (at, c) in self.chars.by_ref().take(self.n - 1) {
-            to = at + c.len_utf8();
-        }
-        self.token.text.clear();
-        self.token.text.push_str(&self.text[from..to]);
-        self.token.offset_from = from;
-        self.token.offset_to = to;
-        // tantivy's tokens start at `usize::MAX`, as its own tokenizers
-        // count: the first is at 0.
-        self.token.position = self.token.position.wrapping_add(1);
-        self.token.position_length = 1;
         true
     }
 
@@ -230,7 +181,7 @@ mod tests {
         assert_eq!(fourgram_cover("있습니다만")[1].1, "습니다만");
     }
 
-    fn tokens<T: Tokenizer>(mut t: T, text: &str) -> Vec<(String, usize)> {
+    fn tokens(mut t: GramTokenizer, text: &str) -> Vec<(String, usize)> {
         let mut out = Vec::new();
         let mut s = t.token_stream(text);
         while s.advance() {
@@ -239,44 +190,39 @@ mod tests {
         out
     }
 
-    fn short_grams(text: &str, n: usize) -> Vec<String> {
-        let texts = GramTexts::of(text);
-        tokens(SplitTokenizer::new(n), &texts.distinct[n - 1])
-            .into_iter()
-            .map(|(gram, _)| gram)
-            .collect()
-    }
-
     #[test]
-    fn fourgrams_have_increasing_positions_and_keep_spaces() {
-        let texts = GramTexts::of("스프링 Boot");
-        assert_eq!(texts.normalized, "스프링 boot");
+    fn bigrams_have_increasing_positions_and_keep_spaces() {
         assert_eq!(
-            tokens(GramTokenizer::fourgram(), &texts.normalized),
+            tokens(GramTokenizer::bigram(), "스프링 Boot"),
             [
-                ("스프링 ".into(), 0),
-                ("프링 b".into(), 1),
-                ("링 bo".into(), 2),
-                (" boo".into(), 3),
-                ("boot".into(), 4)
+                ("스프".into(), 0),
+                ("프링".into(), 1),
+                ("링 ".into(), 2),
+                (" b".into(), 3),
+                ("bo".into(), 4),
+                ("oo".into(), 5),
+                ("ot".into(), 6)
             ]
         );
-        assert!(tokens(GramTokenizer::fourgram(), "가나다").is_empty());
-        assert_eq!(tokens(GramTokenizer::fourgram(), "abcabcabc").len(), 6);
+        assert!(tokens(GramTokenizer::bigram(), "가").is_empty());
+        assert_eq!(tokens(GramTokenizer::trigram(), "abcd").len(), 2);
+        assert_eq!(tokens(GramTokenizer::fourgram(), "abcd").len(), 1);
+        assert_eq!(tokens(GramTokenizer::unigram(), "가A").len(), 2);
     }
 
     #[test]
-    fn short_grams_are_normalized_and_come_once() {
+    fn doc_id_grams_come_once_and_positional_ones_every_time() {
         assert_eq!(
-            short_grams("가나가나 가나", 2),
-            ["가나", "나가", "나 ", " 가"]
+            tokens(GramTokenizer::bigram(), "가나가나 가나"),
+            [
+                ("가나".into(), 0),
+                ("나가".into(), 1),
+                ("나 ".into(), 3),
+                (" 가".into(), 4)
+            ]
         );
-        assert_eq!(short_grams("aAa", 1), ["a"]);
-        assert_eq!(short_grams("abcabc", 3), ["abc", "bca", "cab"]);
-        assert_eq!(short_grams("스프링 Boot", 2).len(), 7);
-        assert!(short_grams("가", 2).is_empty());
-        assert!(short_grams("", 1).is_empty());
-        // The title and body separator is a character like any other.
-        assert_eq!(short_grams("가\u{0}나", 2), ["가\u{0}", "\u{0}나"]);
+        assert_eq!(tokens(GramTokenizer::unigram(), "aAa").len(), 1);
+        assert_eq!(tokens(GramTokenizer::trigram(), "abcabc").len(), 3);
+        assert_eq!(tokens(GramTokenizer::fourgram(), "abcabcabc").len(), 6);
     }
 }

@@ -11,7 +11,6 @@ use crate::attributes::AttrLayout;
 use crate::checkpoint::Checkpoint;
 use crate::order::{clamp_time, sort_key, PATCH_ORDER};
 use crate::schema::Fields;
-use crate::tokenizer::GramTexts;
 use crate::uid::{key_term, tag, uid};
 use crate::{morph, Result};
 
@@ -33,8 +32,7 @@ pub(crate) fn attributes_json(attributes: &[(String, chaja_core::model::AttrValu
     serde_json::Value::Object(stored).to_string()
 }
 
-/// A row's analysis: its morphemes and its gram texts, found before the
-/// row reaches the writer.
+/// A row's morphemes, found before the row reaches the writer.
 ///
 /// tantivy tokenizes on its own indexing threads; handing it the morphemes
 /// ready-made lets a rebuild run lindera on threads of its own. On two
@@ -42,50 +40,28 @@ pub(crate) fn attributes_json(attributes: &[(String, chaja_core::model::AttrValu
 /// 65 s instead of 77 s with both kinds of work on both threads. They go
 /// joined by spaces (morphemes have none) to a whitespace tokenizer:
 /// tantivy's pre-tokenized values make a JSON round trip per document.
-/// The gram texts ([`GramTexts`]) move the normalization and the search for
-/// distinct short grams there too: the indexing thread is the one a
-/// rebuild waits for, and the analysis thread had time to spare.
 #[derive(Debug, Default)]
-pub struct Analysis {
+pub struct Morphemes {
     title: String,
     content: String,
-    grams: GramTexts,
 }
 
-impl Analysis {
-    pub fn of(doc: &Doc) -> Analysis {
+impl Morphemes {
+    pub fn of(doc: &Doc) -> Morphemes {
         let analyzer = morph::analyzer();
         let mut content = Vec::new();
         for text in &doc.body {
             content.extend(analyzer.morphemes(text));
         }
-        Analysis {
+        Morphemes {
             title: doc
                 .title
                 .as_deref()
                 .map(|t| analyzer.morphemes(t).join(" "))
                 .unwrap_or_default(),
             content: content.join(" "),
-            grams: GramTexts::of(&gram_text(doc)),
         }
     }
-}
-
-/// What the gram fields index of a row: the title and the body fields as
-/// one value, joined by NUL. A keyword never holds a NUL (control
-/// characters are refused in queries), so no gram that spans two columns
-/// can match, and a phrase does not run from one column into the next, as
-/// `LIKE` on each would not. (tantivy's gap between the values of a field
-/// is one position, too little for phrases of 4-grams.) Snippets split the
-/// stored body again.
-fn gram_text(doc: &Doc) -> String {
-    let mut text = String::new();
-    if let Some(title) = &doc.title {
-        text.push_str(title);
-        text.push_str(BODY_SEPARATOR);
-    }
-    text.push_str(&doc.body.join(BODY_SEPARATOR));
-    text
 }
 
 /// The one writer of a generation: upserts, deletes, commits with the outbox
@@ -99,15 +75,15 @@ pub struct DocWriter {
 impl DocWriter {
     /// Replaces whatever the index holds for this row.
     pub fn upsert(&mut self, doc: &Doc) -> Result<()> {
-        self.upsert_with(doc, Analysis::of(doc))
+        self.upsert_with(doc, Morphemes::of(doc))
     }
 
-    /// [`DocWriter::upsert`] with the row's analysis already done (on
-    /// another thread). A patch of the row goes too: the new document holds
-    /// its attributes.
-    pub fn upsert_with(&mut self, doc: &Doc, analysis: Analysis) -> Result<()> {
+    /// [`DocWriter::upsert`] with the row's morphemes already found (a
+    /// batch finds them on several threads). A patch of the row goes too:
+    /// the new document holds its attributes.
+    pub fn upsert_with(&mut self, doc: &Doc, morphemes: Morphemes) -> Result<()> {
         self.delete(doc.source, &doc.key.text());
-        self.add(doc, analysis)
+        self.add(doc, morphemes)
     }
 
     /// Writes the row's attributes as a patch of its document, replacing
@@ -139,11 +115,11 @@ impl DocWriter {
             .delete_term(Term::from_field_text(self.fields.patch, key));
     }
 
-    /// Adds a row the index does not hold yet, with its analysis: a
+    /// Adds a row the index does not hold yet, with its morphemes: a
     /// rebuild reads each row once into an empty generation. Skipping the
     /// delete matters there, since every delete is looked up in every
     /// segment at commit.
-    pub fn add(&mut self, doc: &Doc, analysis: Analysis) -> Result<()> {
+    pub fn add(&mut self, doc: &Doc, morphemes: Morphemes) -> Result<()> {
         let f = &self.fields;
         let mut d = TantivyDocument::new();
         d.add_u64(f.uid, uid(&doc.key));
@@ -162,18 +138,27 @@ impl DocWriter {
             d.add_text(f.attributes, attributes_json(&doc.attributes));
             self.layout.add_columns(f, doc, &mut d);
         }
-        // Stored as one value too (see `gram_text`).
-        d.add_text(f.content, doc.body.join(BODY_SEPARATOR));
-        if let Some(title) = &doc.title {
-            d.add_text(f.title, title);
-            d.add_text(f.title_morph, analysis.title);
+        // The body fields as one value, joined by NUL: a keyword never
+        // holds a NUL (control characters are refused in queries), so no
+        // gram that spans two columns can match, and a phrase does not run
+        // from one column into the next, as `LIKE` on each would not.
+        // (tantivy's gap between the values of a field is one position,
+        // too little for phrases of 4-grams.) Snippets split it again. The
+        // gram fields take the title the same way, in front.
+        let body = doc.body.join(BODY_SEPARATOR);
+        d.add_text(f.content, &body);
+        let grams_of = match &doc.title {
+            Some(title) => {
+                d.add_text(f.title, title);
+                d.add_text(f.title_morph, morphemes.title);
+                format!("{title}{BODY_SEPARATOR}{body}")
+            }
+            None => body,
+        };
+        for field in [f.grams4, f.grams3, f.grams2, f.chars] {
+            d.add_text(field, &grams_of);
         }
-        let [chars, grams2, grams3] = analysis.grams.distinct;
-        d.add_text(f.grams4, analysis.grams.normalized);
-        d.add_text(f.grams3, grams3);
-        d.add_text(f.grams2, grams2);
-        d.add_text(f.chars, chars);
-        d.add_text(f.content_morph, analysis.content);
+        d.add_text(f.content_morph, morphemes.content);
         self.writer.add_document(d)?;
         Ok(())
     }

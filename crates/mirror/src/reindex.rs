@@ -26,7 +26,7 @@ use chaja_core::model::Doc;
 use chaja_core::sources::Sources;
 use chaja_index::morph::{self, Analyzer};
 use chaja_index::{
-    create_generation, publish, rebuild_marker, Analysis, Checkpoint, GapRange, RebuildLock,
+    create_generation, publish, rebuild_marker, Checkpoint, GapRange, Morphemes, RebuildLock,
 };
 use chaja_store::rows::Loaded;
 use chaja_store::{outbox, Db};
@@ -122,7 +122,7 @@ pub async fn reindex_locked(
 
     let root = root.to_path_buf();
     // With a dictionary, half the cores analyse Korean and the other half
-    // run tantivy's indexing threads (see `index::Analysis`); without one
+    // run tantivy's indexing threads (see `index::Morphemes`); without one
     // there is little to analyse and tantivy gets every core.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let analysing = match morph::analyzer() {
@@ -406,12 +406,12 @@ async fn build(
                 let mut busy = Duration::ZERO;
                 while let Some(page) = rx.blocking_recv() {
                     let analysing = Instant::now();
-                    let analysed: Vec<Analysis> = match &pool {
-                        Some(pool) => pool.install(|| page.par_iter().map(Analysis::of).collect()),
-                        None => page.iter().map(Analysis::of).collect(),
+                    let morphemes: Vec<Morphemes> = match &pool {
+                        Some(pool) => pool.install(|| page.par_iter().map(Morphemes::of).collect()),
+                        None => page.iter().map(Morphemes::of).collect(),
                     };
                     busy += analysing.elapsed();
-                    if analysed_tx.send((page, analysed)).is_err() {
+                    if analysed_tx.send((page, morphemes)).is_err() {
                         break; // the writer failed; dropping `rx` stops the reading
                     }
                 }
@@ -425,13 +425,13 @@ async fn build(
             let fed = (|| -> Result<()> {
                 loop {
                     let waiting = Instant::now();
-                    let Ok((page, analysed)) = analysed_rx.recv() else {
+                    let Ok((page, morphemes)) = analysed_rx.recv() else {
                         return Ok(());
                     };
                     let adding = Instant::now();
                     stages.analysis_wait += adding - waiting;
-                    for (doc, analysis) in page.iter().zip(analysed) {
-                        writer.add(doc, analysis)?;
+                    for (doc, morphemes) in page.iter().zip(morphemes) {
+                        writer.add(doc, morphemes)?;
                     }
                     stages.indexing_wait += adding.elapsed();
                     docs += page.len() as u64;

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use chaja_core::model::Doc;
 use chaja_core::sources::{SourceId, Sources};
-use chaja_index::{Analysis, Checkpoint, DocWriter, Generation, Indexed};
+use chaja_index::{Checkpoint, DocWriter, Generation, Indexed, Morphemes};
 use chaja_store::outbox::{self, OutboxRow};
 use chaja_store::rows::Loaded;
 
@@ -56,7 +56,7 @@ pub(super) async fn load_into(
     Ok(())
 }
 
-/// Rows the analysis thread may analyse ahead of the one
+/// Rows whose morphemes the analysis thread may find ahead of the one
 /// tantivy is handed: enough that the indexing thread never waits for
 /// one, few enough to hold little memory.
 const ANALYSED_AHEAD: usize = 64;
@@ -458,7 +458,7 @@ pub(super) fn apply(
         .collect();
     let actions = plan(work, generation.indexed(&upserts)?, fold);
     let planned = started.elapsed();
-    // The rows to write. They are analysed on the analysis thread
+    // The rows to write. Their morphemes are found on the analysis thread
     // while the loop below hands the rows before them to tantivy's
     // indexing thread, as a rebuild does (one thread of each kind on two
     // cores). Found all first, even on every core, they kept the indexing
@@ -470,11 +470,11 @@ pub(super) fn apply(
         .filter_map(|((_, _, doc), _)| doc.as_ref())
         .collect();
     let (changed, kept, patched) = analysis_thread()?.in_place_scope(|scope| -> Result<_> {
-        let (found, analysed) = std::sync::mpsc::sync_channel(ANALYSED_AHEAD);
+        let (found, morphemes) = std::sync::mpsc::sync_channel(ANALYSED_AHEAD);
         scope.spawn(move |_| {
             for doc in writes {
                 // Refused when the loop below stopped at an error.
-                if found.send(Analysis::of(doc)).is_err() {
+                if found.send(Morphemes::of(doc)).is_err() {
                     return;
                 }
             }
@@ -490,7 +490,7 @@ pub(super) fn apply(
                     // The analysis sends one per write, unless it panicked
                     // (the scope raises that panic when this returns): never
                     // commit a round without all of its rows.
-                    let Ok(found) = analysed.recv() else {
+                    let Ok(found) = morphemes.recv() else {
                         return Err(std::io::Error::other("the analysis thread stopped").into());
                     };
                     writer.upsert_with(doc, found)?;
