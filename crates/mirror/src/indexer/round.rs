@@ -523,9 +523,10 @@ pub(super) fn apply(
     // Also builds the new segments' arrays (see `Generation::prime`):
     // the next query need not.
     generation.reload()?;
-    // Where a round's time goes: analysis and tantivy's indexing thread
-    // overlap until `fed`; the commit then waits for the indexing thread
-    // to index what it was handed and write the segment.
+    // Where a round's time goes, as times since its start: analysis and
+    // tantivy's indexing thread overlap until `fed`; the commit then
+    // waits for the indexing thread to index what it was handed and write
+    // the segment.
     tracing::debug!(
         rows = work.len(),
         planned_ms = planned.as_millis() as u64,
