@@ -159,6 +159,14 @@ fn search_status(e: &SearchError) -> StatusCode {
     }
 }
 
+/// Whether the search was shed (its line was full), not failed.
+fn is_shed(e: &SearchError) -> bool {
+    match e {
+        SearchError::Shared(inner) => is_shed(inner),
+        e => matches!(e, SearchError::Overloaded),
+    }
+}
+
 fn search_code(e: &SearchError) -> &'static str {
     match e {
         SearchError::Shared(inner) => search_code(inner),
@@ -189,7 +197,7 @@ impl IntoResponse for ApiError {
                 message,
             },
         };
-        let overloaded = body.error.code == "overloaded";
+        let overloaded = matches!(&self, ApiError::Search(e) if is_shed(e));
         let mut response = (status, Json(body)).into_response();
         if overloaded {
             // Shed, not failed: the line is short again within a second.
