@@ -14,6 +14,7 @@ use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 
 use crate::attributes::{AttrArrays, AttrLayout, SegmentFacetValues};
 use crate::checkpoint::{read_checkpoint, Checkpoint};
+use crate::columns::SegmentColumns;
 use crate::merges::{ApartMergePolicy, MergeHold, SegmentKinds};
 use crate::patches::{Patches, Tracker};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
@@ -91,6 +92,18 @@ pub struct Generation {
 pub struct View {
     pub searcher: Searcher,
     pub patches: Arc<Patches>,
+    /// Each segment's columns, by segment ord (see `columns`).
+    pub(crate) columns: Vec<SegmentColumns>,
+}
+
+/// Each segment's columns, by segment ord. Opened before the patches are
+/// tracked, so that a failure leaves the tracker where it was.
+fn open_columns(searcher: &Searcher) -> Result<Vec<SegmentColumns>> {
+    Ok(searcher
+        .segment_readers()
+        .iter()
+        .map(SegmentColumns::open)
+        .collect::<tantivy::Result<_>>()?)
 }
 
 /// What the index holds of a row, for the indexer to tell what changed.
@@ -207,11 +220,13 @@ impl Generation {
         let layout = AttrLayout::of(sources);
         let mut tracker = Tracker::default();
         let searcher = reader.searcher();
+        let columns = open_columns(&searcher)?;
         let patches = tracker.next(&searcher, &fields, &layout)?;
         let kinds = SegmentKinds::of(&tracker);
         let view = View {
             searcher,
             patches: Arc::new(patches),
+            columns,
         };
         Ok(Generation {
             id,
@@ -270,12 +285,15 @@ impl Generation {
     fn refresh(&self) -> Result<()> {
         let mut tracker = self.tracker.lock().expect("patch lock poisoned");
         let searcher = self.reader.searcher();
+        let columns = open_columns(&searcher)?;
         let patches = tracker.next(&searcher, &self.fields, &self.layout)?;
-        *self.kinds.write().expect("segment kinds lock poisoned") = SegmentKinds::of(&tracker);
-        *self.view.write().expect("view lock poisoned") = Arc::new(View {
+        let view = View {
             searcher,
             patches: Arc::new(patches),
-        });
+            columns,
+        };
+        *self.kinds.write().expect("segment kinds lock poisoned") = SegmentKinds::of(&tracker);
+        *self.view.write().expect("view lock poisoned") = Arc::new(view);
         Ok(())
     }
 

@@ -21,7 +21,8 @@
 //!   sorting by an attribute and facet counts; `patches`: rows whose
 //!   attributes alone changed, applied without rewriting their documents.
 //! - `order`: how a segment orders its documents (by source, then newest
-//!   first), which the search's early stop and counting rely on.
+//!   first), which the search's early stop and counting rely on;
+//!   `columns`: what every search reads of a segment, opened once a reload.
 //! - `uid`: how a row is named (`uid` for sorting and sources, `key` for
 //!   deletes).
 //! - [`search`]: the engine: queries, the newest-first top-k, exact counts
@@ -31,6 +32,7 @@
 
 pub mod attributes;
 mod checkpoint;
+mod columns;
 mod disk;
 mod error;
 mod generation;

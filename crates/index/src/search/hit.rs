@@ -1,25 +1,30 @@
 //! A hit's stored fields, its title and snippet highlighted.
 
 use tantivy::schema::Value;
-use tantivy::{DocAddress, Searcher, TantivyDocument};
+use tantivy::{DocAddress, TantivyDocument};
 
 use chaja_core::model::Key;
 use chaja_core::text::{highlight, lead, Keyword, SNIPPET_CHARS, TITLE_CHARS};
 
 use super::request::{Hit, Rank};
-use crate::patches::Patches;
 use crate::schema::Fields;
+use crate::View;
 use crate::{parse_key_term, tag_has_string_key, BODY_SEPARATOR};
 use crate::{IndexError, Result};
 
 pub(super) fn load_hit(
-    searcher: &Searcher,
+    view: &View,
     fields: &Fields,
-    patches: &Patches,
     keywords: &[Keyword],
     rank: Rank,
     address: DocAddress,
 ) -> Result<Hit> {
+    let View {
+        searcher,
+        patches,
+        columns,
+    } = view;
+    let columns = &columns[address.segment_ord as usize];
     let doc: TantivyDocument = searcher.doc(address)?;
     let text = |field| {
         doc.get_first(field)
@@ -47,17 +52,8 @@ pub(super) fn load_hit(
     let title = title.map(|title| {
         highlight(&title, keywords, TITLE_CHARS).unwrap_or_else(|| lead(&title, TITLE_CHARS))
     });
-    let segment = searcher.segment_reader(address.segment_ord);
-    let created_at = segment
-        .fast_fields()
-        .i64("created_at")?
-        .first(address.doc_id)
-        .unwrap_or_default();
-    let tag = segment
-        .fast_fields()
-        .u64("tag")?
-        .first(address.doc_id)
-        .unwrap_or_default();
+    let created_at = columns.created.first(address.doc_id).unwrap_or_default();
+    let tag = columns.tag.first(address.doc_id).unwrap_or_default();
     let (source, key_text) = parse_key_term(&key_term)
         .ok_or_else(|| IndexError::invalid(format!("bad stored key {key_term:?}")))?;
     let key = match key_text.parse() {

@@ -183,16 +183,15 @@ fn search_within(
         // cursor, and a run is sorted newest first. So a deep page costs its
         // own size, not its depth. Facets still to count need every match,
         // not only those after it.
+        let columns = &view.columns[ord as usize];
         let from_cursor = match (request.after, known_total, &request.sort, count_facets) {
-            (Some(after), Some(_), Sort::Recent, false) => {
-                Some((after.1, segment.fast_fields().i64("created_at")?))
-            }
+            (Some(after), Some(_), Sort::Recent, false) => Some(after.1),
             _ => None,
         };
         let mut ranges: Vec<(usize, Range<DocId>)> = Vec::new();
-        for (source, mut window) in windows(segment, &request.filter)? {
-            if let Some((at, created)) = &from_cursor {
-                window = time_window(created, window, None, Some(*at));
+        for (source, mut window) in windows(columns, &request.filter) {
+            if let Some(at) = from_cursor {
+                window = time_window(&columns.created, window, None, Some(at));
             }
             // A known total still leaves the top-k to find: halves keep
             // both cores busy for the orders that cannot stop early.
@@ -229,6 +228,7 @@ fn search_within(
         .map(|task| {
             let segment = searcher.segment_reader(task.ord);
             let work = Work {
+                columns: &view.columns[task.ord as usize],
                 budget,
                 scanned: &generation.scanned,
                 doc_sources: &generation.doc_sources,
@@ -285,7 +285,7 @@ fn search_within(
         .into_iter()
         .skip(request.offset)
         .take(request.limit)
-        .map(|(rank, address)| load_hit(searcher, fields, patches, &highlighted, rank, address))
+        .map(|(rank, address)| load_hit(&view, fields, &highlighted, rank, address))
         .collect::<Result<Vec<Hit>>>()?;
     Ok(Response {
         total: by_source.iter().sum(),

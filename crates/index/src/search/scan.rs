@@ -19,6 +19,7 @@ use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
 use super::{Partial, SourceCounts};
 use crate::attributes::{AttrRequest, SegmentAttrs};
+use crate::columns::SegmentColumns;
 use crate::order;
 use crate::{tag_source, DocSources};
 use crate::{IndexError, Result};
@@ -39,32 +40,25 @@ pub(super) fn with_recency(score: f32, created_at: i64, now: i64) -> f32 {
     tier + bm25 * (1.0 + RECENCY_WEIGHT * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS))
 }
 
-/// What a search reads of `segment`: for each run of a source the filter
+/// What a search reads of a segment: for each run of a source the filter
 /// passes (see `order`), the part within the filter's time bounds, each
 /// with its source position. Empty parts are left out.
-pub(super) fn windows(
-    segment: &SegmentReader,
-    filter: &Filter,
-) -> Result<Vec<(usize, Range<DocId>)>> {
+pub(super) fn windows(columns: &SegmentColumns, filter: &Filter) -> Vec<(usize, Range<DocId>)> {
     let timed = filter.from.is_some() || filter.to.is_some();
-    let created = match timed {
-        true => Some(segment.fast_fields().i64("created_at")?),
-        false => None,
-    };
     let mut windows = Vec::new();
-    for (source, run) in order::runs(segment)? {
+    for (source, run) in columns.runs.iter().cloned() {
         if filter.source.is_some_and(|only| only.index() != source) {
             continue;
         }
-        let window = match &created {
-            Some(created) => time_window(created, run, filter.from, filter.to),
-            None => run,
+        let window = match timed {
+            true => time_window(&columns.created, run, filter.from, filter.to),
+            false => run,
         };
         if !window.is_empty() {
             windows.push((source, window));
         }
     }
-    Ok(windows)
+    windows
 }
 
 /// The doc ids of `run` (newest first) whose `created_at` is within the
@@ -88,6 +82,8 @@ pub(super) fn time_window(
 /// What a scan answers to: when to stop, and where to count its reads.
 #[derive(Clone, Copy)]
 pub(super) struct Work<'a> {
+    /// The segment's columns, opened by the view.
+    pub(super) columns: &'a SegmentColumns,
     pub(super) budget: &'a Budget,
     pub(super) scanned: &'a std::sync::atomic::AtomicU64,
     pub(super) doc_sources: &'a DocSources,
@@ -151,6 +147,7 @@ pub(super) fn scan(
     work: Work,
 ) -> std::result::Result<Partial, ScanError> {
     let Work {
+        columns,
         budget,
         scanned: scanned_counter,
         doc_sources: doc_sources_cache,
@@ -171,9 +168,7 @@ pub(super) fn scan(
     let now = request.now;
     let k = request.offset + request.limit;
     let mut scorer = weight.scorer(segment, 1.0)?;
-    let created = segment.fast_fields().i64("created_at")?;
-    let uid = segment.fast_fields().u64("uid")?;
-    let tag = segment.fast_fields().u64("tag")?;
+    let (created, uid, tag) = (&columns.created, &columns.uid, &columns.tag);
     let alive = segment.alive_bitset();
     let filter = &request.filter;
     let order = match &request.sort {
@@ -203,7 +198,6 @@ pub(super) fn scan(
         if scorer.doc() < range.start {
             scorer.seek(range.start);
         }
-        let columns = Columns { created, uid, tag };
         let visited = by_attribute(
             &mut *scorer,
             range.end,
@@ -211,7 +205,7 @@ pub(super) fn scan(
             &sources,
             filter.source,
             &mut attrs,
-            &columns,
+            columns,
             &mut ranked,
             budget,
         );
@@ -428,13 +422,6 @@ pub(super) fn count_rest(
     )
 }
 
-/// The columns a hit's rank reads besides its attribute.
-struct Columns {
-    created: Column<i64>,
-    uid: Column<u64>,
-    tag: Column<u64>,
-}
-
 /// The top-k so far under an attribute order, and the counts.
 struct Ranked<'a> {
     sort: &'a Sort,
@@ -461,7 +448,7 @@ fn by_attribute(
     sources: &[u8],
     only_source: Option<SourceId>,
     attrs: &mut SegmentAttrs,
-    columns: &Columns,
+    columns: &SegmentColumns,
     ranked: &mut Ranked<'_>,
     budget: &Budget,
 ) -> std::result::Result<u64, u64> {
