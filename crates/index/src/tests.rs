@@ -46,6 +46,45 @@ fn upserts_never_leave_duplicates() {
     assert_eq!(generation.num_docs(), 500);
 }
 
+/// Rows indexed twice are found, integer and string keys alike, in one
+/// segment or across two; two sources that share an integer key are not
+/// a duplicate.
+#[test]
+fn rows_indexed_twice_are_found_and_shared_keys_of_two_sources_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let generation = create_generation(dir.path(), &chaja_core::sources::for_tests()).unwrap();
+    let mut writer = generation.writer(32 << 20).unwrap();
+    let row = |source: usize, key: chaja_core::model::Key| Doc {
+        source: SourceId::from_index(source),
+        key,
+        ..doc(0, 0)
+    };
+    let int = chaja_core::model::Key::Int;
+    let text = |s: &str| chaja_core::model::Key::Str(s.to_owned());
+    for i in 0..50 {
+        writer.add(&row(0, int(i)), Morphemes::default()).unwrap();
+        writer.add(&row(1, int(i)), Morphemes::default()).unwrap();
+    }
+    writer.add(&row(1, int(7)), Morphemes::default()).unwrap();
+    writer
+        .add(&row(0, text("가")), Morphemes::default())
+        .unwrap();
+    writer.commit(1).unwrap();
+    writer
+        .add(&row(0, text("가")), Morphemes::default())
+        .unwrap();
+    writer
+        .add(&row(1, text("가")), Morphemes::default())
+        .unwrap();
+    writer.add(&row(0, int(3)), Morphemes::default()).unwrap();
+    writer.commit(2).unwrap();
+    generation.reload().unwrap();
+    assert_eq!(
+        generation.duplicate_keys().unwrap(),
+        vec!["0:3".to_owned(), "0:가".to_owned(), "1:7".to_owned()]
+    );
+}
+
 /// An index built for other sources is refused with a message that
 /// says what to run: documents store their source's position, so
 /// reading them under another list would mislabel every hit.
