@@ -78,6 +78,9 @@ fn rows_indexed_twice_are_found_and_shared_keys_of_two_sources_are_not() {
         .unwrap();
     writer.add(&row(0, int(3)), Morphemes::default()).unwrap();
     writer.commit(2).unwrap();
+    // A segment that holds no candidate.
+    writer.add(&row(0, int(100)), Morphemes::default()).unwrap();
+    writer.commit(3).unwrap();
     generation.reload().unwrap();
     assert_eq!(
         generation.duplicate_keys().unwrap(),
