@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use tantivy::columnar::Column;
 use tantivy::directory::MmapDirectory;
 use tantivy::tokenizer::WhitespaceTokenizer;
 use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument};
@@ -334,19 +333,16 @@ impl Generation {
     /// read, to confirm it. (By `uid` alone, the integer keys that two
     /// sources share were candidates too: at 1M rows of the demo, a third
     /// of the rows, and every segment's keys were read every 10 s.)
+    /// Reads the view, so reload first to scan the last commit.
     pub fn duplicate_keys(&self) -> Result<Vec<String>> {
-        let searcher = self.reader.searcher();
-        let mut columns = Vec::with_capacity(searcher.segment_readers().len());
-        for segment in searcher.segment_readers() {
-            let fast = segment.fast_fields();
-            columns.push((fast.u64("uid")?, fast.u64("tag")?));
-        }
-        let name = |(uid, tag): &(Column<u64>, Column<u64>), doc: DocId| {
-            Some((uid.first(doc)?, tag.first(doc)?))
+        let view = self.view();
+        let segments = view.searcher.segment_readers();
+        let name = |columns: &SegmentColumns, doc: DocId| {
+            Some((columns.uid.first(doc)?, columns.tag.first(doc)?))
         };
-        let mut seen = std::collections::HashSet::with_capacity(searcher.num_docs() as usize);
+        let mut seen = std::collections::HashSet::with_capacity(view.searcher.num_docs() as usize);
         let mut candidates = std::collections::HashSet::new();
-        for (segment, columns) in searcher.segment_readers().iter().zip(&columns) {
+        for (segment, columns) in segments.iter().zip(&view.columns) {
             for doc in segment.doc_ids_alive() {
                 if let Some(row) = name(columns, doc) {
                     if !seen.insert(row) {
@@ -359,7 +355,7 @@ impl Generation {
             return Ok(Vec::new());
         }
         let mut counts: std::collections::HashMap<String, u32> = Default::default();
-        for (segment, columns) in searcher.segment_readers().iter().zip(&columns) {
+        for (segment, columns) in segments.iter().zip(&view.columns) {
             let holds = |doc| name(columns, doc).is_some_and(|row| candidates.contains(&row));
             if !segment.doc_ids_alive().any(holds) {
                 continue;
