@@ -26,18 +26,16 @@ pub(super) fn load_hit(
     } = view;
     let columns = &columns[address.segment_ord as usize];
     let doc: TantivyDocument = searcher.doc(address)?;
-    let text = |field| {
-        doc.get_first(field)
-            .and_then(|v| v.as_str())
-            .map(str::to_owned)
-    };
+    // Borrowed: the title and the body (~4 KB) are only read, to cut the
+    // snippet and the shown title from them.
+    let text = |field| doc.get_first(field).and_then(|v| v.as_str());
     let title = text(fields.title);
     let key_term = text(fields.key).unwrap_or_default();
     // A patched row's attributes are its patch's (see `patches`).
     let segment_id = searcher.segment_reader(address.segment_ord).segment_id();
     let attributes = match patches.at(segment_id, address.doc_id) {
         Some(patch) => Some(patch.json.clone()),
-        None => text(fields.attributes),
+        None => text(fields.attributes).map(str::to_owned),
     };
     // The snippet comes from the first body field that holds a match, or
     // the first one.
@@ -50,11 +48,11 @@ pub(super) fn load_hit(
     // HTML like the snippet, so that a page can render both the same way:
     // escaped, with the matches in `<em>`.
     let title = title.map(|title| {
-        highlight(&title, keywords, TITLE_CHARS).unwrap_or_else(|| lead(&title, TITLE_CHARS))
+        highlight(title, keywords, TITLE_CHARS).unwrap_or_else(|| lead(title, TITLE_CHARS))
     });
     let created_at = columns.created.first(address.doc_id).unwrap_or_default();
     let tag = columns.tag.first(address.doc_id).unwrap_or_default();
-    let (source, key_text) = parse_key_term(&key_term)
+    let (source, key_text) = parse_key_term(key_term)
         .ok_or_else(|| IndexError::invalid(format!("bad stored key {key_term:?}")))?;
     let key = match key_text.parse() {
         Ok(i) if !tag_has_string_key(tag) => Key::Int(i),
