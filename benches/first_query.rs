@@ -10,15 +10,19 @@
 //! `match=morph`; and the filters: a random date range alone, a frequent
 //! keyword with a random date range, `type`, `author_id`. Each query runs
 //! in process (no HTTP), one at a time, against an index built by
-//! `chaja reindex`.
+//! `chaja reindex`, after reading it into the page cache as `serve` does
+//! before it says ready. The slowest queries are listed with their place
+//! in the run: a tail at its start is a cold cost.
 //!
 //! Run:
 //! `CHAJA_BENCH_DATABASE_URL=mysql://root@127.0.0.1:3306/chaja_bench100k \
 //!  CHAJA_BENCH_INDEX=/path/to/index CHAJA_KO_DIC=data/ko-dic \
 //!  cargo bench --bench first_query`
 //! (`CHAJA_BENCH_QUERIES`: queries per class, default 200;
-//! `CHAJA_BENCH_LIKE`: `LIKE` samples per class, default 3.)
+//! `CHAJA_BENCH_LIKE`: `LIKE` samples per class, default 3;
+//! `CHAJA_BENCH_CLASSES`: only the classes whose names contain it.)
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -80,6 +84,18 @@ async fn main() {
         .expect("open index");
     let generation = index.live();
     let docs = generation.num_docs().max(1);
+    // What `serve` does before `/readyz` says ready: read the index into
+    // the page cache, so that these are a ready server's first queries.
+    let warmed = chaja_index::warm::warm(
+        &generation.path,
+        chaja_index::warm::default_budget(),
+        &|| true,
+    )
+    .expect("warm the index");
+    println!(
+        "read {} MB of index into the page cache first, as serve does",
+        warmed.bytes >> 20
+    );
     let mut sampler = Sampler::new(texts);
     let mut rng = rand::rng();
 
@@ -185,20 +201,31 @@ async fn main() {
         })
     });
 
+    // `CHAJA_BENCH_CLASSES`: only the classes whose names contain it.
+    if let Ok(only) = std::env::var("CHAJA_BENCH_CLASSES") {
+        classes.retain(|name, _| name.contains(only.as_str()));
+    }
     println!("{docs} documents in {dir}; every query below is its first run in this process\n");
     println!("| class | queries | mean share | p50 ms | p90 ms | p99 ms | max ms | LIKE ms (median of {like_samples}) |");
     println!("|---|---|---|---|---|---|---|---|");
     let mut all = Vec::new();
     let mut rows_out = Vec::new();
+    // The slowest queries, with their class and place in the run: a tail
+    // at the start of the run is a cold cost, one anywhere else the query's.
+    let mut slowest: Vec<(Duration, usize, &str, &str, u64)> = Vec::new();
+    let mut place = 0;
     // chaja first, every class, while nothing else runs; then LIKE.
     for (name, queries) in &classes {
         let mut times = Vec::with_capacity(queries.len());
         let mut share = 0.0;
-        for (_, request) in queries {
+        for (q, request) in queries {
             let t = Instant::now();
             let response = search(&generation, request).expect("search");
-            times.push(t.elapsed());
+            let took = t.elapsed();
+            times.push(took);
             share += response.total as f64 / docs as f64;
+            slowest.push((took, place, name, q, response.total));
+            place += 1;
         }
         all.extend(times.iter().copied());
         rows_out.push((name, queries, times, share / queries.len().max(1) as f64));
@@ -228,6 +255,11 @@ async fn main() {
             at(0.99),
             ms(*times.last().expect("not empty")),
         );
+    }
+    slowest.sort_by_key(|entry| Reverse(entry.0));
+    println!("\nthe slowest queries (place in the run, class, query, total):");
+    for (took, place, class, q, total) in slowest.iter().take(15) {
+        println!("  {:8.2} ms  #{place:<5} {class}: {q} ({total})", ms(*took));
     }
     all.sort();
     let at = |p: f64| ms(all[((all.len() as f64 * p) as usize).min(all.len() - 1)]);
