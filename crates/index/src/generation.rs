@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tantivy::directory::MmapDirectory;
+use tantivy::store::StoreReader;
 use tantivy::tokenizer::WhitespaceTokenizer;
 use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument};
 
@@ -94,6 +95,18 @@ pub struct View {
     pub patches: Arc<Patches>,
     /// Each segment's columns, by segment ord (see `columns`).
     pub(crate) columns: Vec<SegmentColumns>,
+    /// Each segment's doc store, by segment ord, for hits (see `stored`).
+    pub(crate) stores: Vec<StoreReader>,
+}
+
+/// Each segment's doc store reader, by segment ord, each with its cache of
+/// decompressed blocks.
+fn open_stores(searcher: &Searcher) -> Result<Vec<StoreReader>> {
+    Ok(searcher
+        .segment_readers()
+        .iter()
+        .map(|segment| segment.get_store_reader(crate::stored::CACHED_BLOCKS))
+        .collect::<std::io::Result<_>>()?)
 }
 
 /// Each segment's columns, by segment ord. Opened before the patches are
@@ -221,12 +234,14 @@ impl Generation {
         let mut tracker = Tracker::default();
         let searcher = reader.searcher();
         let columns = open_columns(&searcher)?;
+        let stores = open_stores(&searcher)?;
         let patches = tracker.next(&searcher, &fields, &layout)?;
         let kinds = SegmentKinds::of(&tracker);
         let view = View {
             searcher,
             patches: Arc::new(patches),
             columns,
+            stores,
         };
         Ok(Generation {
             id,
@@ -286,11 +301,13 @@ impl Generation {
         let mut tracker = self.tracker.lock().expect("patch lock poisoned");
         let searcher = self.reader.searcher();
         let columns = open_columns(&searcher)?;
+        let stores = open_stores(&searcher)?;
         let patches = tracker.next(&searcher, &self.fields, &self.layout)?;
         let view = View {
             searcher,
             patches: Arc::new(patches),
             columns,
+            stores,
         };
         *self.kinds.write().expect("segment kinds lock poisoned") = SegmentKinds::of(&tracker);
         *self.view.write().expect("view lock poisoned") = Arc::new(view);

@@ -22,7 +22,8 @@
 //!   attributes alone changed, applied without rewriting their documents.
 //! - `order`: how a segment orders its documents (by source, then newest
 //!   first), which the search's early stop and counting rely on;
-//!   `columns`: what every search reads of a segment, opened once a reload.
+//!   `columns`: what every search reads of a segment, opened once a reload;
+//!   `stored`: a hit's stored fields, borrowed from its document's bytes.
 //! - `uid`: how a row is named (`uid` for sorting and sources, `key` for
 //!   deletes).
 //! - [`search`]: the engine: queries, the newest-first top-k, exact counts
@@ -43,6 +44,7 @@ mod order;
 mod patches;
 pub mod schema;
 pub mod search;
+mod stored;
 pub mod tokenizer;
 mod uid;
 mod version;

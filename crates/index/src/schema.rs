@@ -122,7 +122,10 @@ pub fn build_schema() -> Schema {
     b.add_json_field(NUMBERS, JsonObjectOptions::default().set_fast("raw"));
     b.add_json_field(FACETS, JsonObjectOptions::default().set_fast("raw"));
     b.add_text_field("title", STORED);
-    b.add_text_field("content", STORED);
+    // Bytes, not text: a hit reads its body from the document's bytes and
+    // checks its UTF-8 itself, with SIMD (see `stored`); a stored text is
+    // checked by tantivy's reader one character at a time.
+    b.add_bytes_field("content", STORED);
     b.add_text_field(
         "grams4",
         TextOptions::default().set_indexing_options(

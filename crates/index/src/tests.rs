@@ -168,6 +168,30 @@ fn an_index_of_another_layout_says_to_reindex() {
     );
 }
 
+/// A generation of the layout before bodies were stored as bytes (its
+/// `content` a stored text) is refused with the way out: this version
+/// reads a body as bytes, and would find none there.
+#[test]
+fn an_index_whose_bodies_are_stored_as_text_says_to_reindex() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = chaja_core::sources::for_tests();
+    let old = generation_path(dir.path(), 1);
+    std::fs::create_dir_all(&old).unwrap();
+    let mut schema = tantivy::schema::Schema::builder();
+    for entry in build_schema().fields().map(|(_, entry)| entry.clone()) {
+        if entry.name() == "content" {
+            schema.add_text_field("content", tantivy::schema::STORED);
+        } else {
+            schema.add_field(entry);
+        }
+    }
+    Index::create_in_dir(&old, schema.build()).unwrap();
+    std::fs::write(old.join(SOURCES_FILE), generation_stamp(&sources)).unwrap();
+    make_current(dir.path(), 1).unwrap();
+    let err = refusal(dir.path(), &sources, "bodies stored as text are refused");
+    assert!(err.contains("chaja reindex"), "{err}");
+}
+
 /// Why opening the index under `root` for `sources` fails; `why` says
 /// what should have made it fail.
 fn refusal(root: &Path, sources: &Sources, why: &str) -> String {

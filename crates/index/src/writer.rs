@@ -148,7 +148,7 @@ impl DocWriter {
         // too little for phrases of 4-grams.) Snippets split it again. The
         // gram fields take the title the same way, in front.
         let body = doc.body.join(BODY_SEPARATOR.encode_utf8(&mut [0; 4]));
-        d.add_text(f.content, &body);
+        d.add_bytes(f.content, body.as_bytes());
         let grams_of = match &doc.title {
             Some(title) => {
                 d.add_text(f.title, title);

@@ -1,13 +1,14 @@
-//! A hit's stored fields, its title and snippet highlighted.
+//! A hit: its stored fields (see `stored`), its title and snippet
+//! highlighted.
 
-use tantivy::schema::Value;
-use tantivy::{DocAddress, TantivyDocument};
+use tantivy::DocAddress;
 
 use chaja_core::model::Key;
 use chaja_core::text::{highlight, lead, Keyword, SNIPPET_CHARS, TITLE_CHARS};
 
 use super::request::{Hit, Rank};
 use crate::schema::Fields;
+use crate::stored;
 use crate::View;
 use crate::{parse_key_term, tag_has_string_key, BODY_SEPARATOR};
 use crate::{IndexError, Result};
@@ -20,26 +21,31 @@ pub(super) fn load_hit(
     address: DocAddress,
 ) -> Result<Hit> {
     let View {
-        searcher,
         patches,
         columns,
+        stores,
+        ..
     } = view;
-    let columns = &columns[address.segment_ord as usize];
-    let doc: TantivyDocument = searcher.doc(address)?;
-    // Borrowed: the title and the body (~4 KB) are only read, to cut the
-    // snippet and the shown title from them.
-    let text = |field| doc.get_first(field).and_then(|v| v.as_str());
-    let title = text(fields.title);
-    let key_term = text(fields.key).unwrap_or_default();
+    let segment = address.segment_ord as usize;
+    let columns = &columns[segment];
+    // Borrowed from the document's bytes (see `stored`): the title and the
+    // body (~4 KB) are only read, to cut the shown title and the snippet.
+    let bytes = stores[segment].get_document_bytes(address.doc_id)?;
+    let stored = stored::read(&bytes, fields)?;
+    let title = stored.title;
+    let key_term = stored.key.unwrap_or_default();
     // A patched row's attributes are its patch's (see `patches`).
-    let segment_id = searcher.segment_reader(address.segment_ord).segment_id();
+    let segment_id = view
+        .searcher
+        .segment_reader(address.segment_ord)
+        .segment_id();
     let attributes = match patches.at(segment_id, address.doc_id) {
         Some(patch) => Some(patch.json.clone()),
-        None => text(fields.attributes).map(str::to_owned),
+        None => stored.attributes.map(str::to_owned),
     };
+    let content = stored.content.unwrap_or_default();
     // The snippet comes from the first body field that holds a match, or
     // the first one.
-    let content = text(fields.content).unwrap_or_default();
     let bodies: Vec<&str> = content.split(BODY_SEPARATOR).collect();
     let snippet = bodies
         .iter()
