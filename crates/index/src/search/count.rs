@@ -184,22 +184,39 @@ fn anded(
 }
 
 /// Sets the bit of each of the postings' documents within `range`.
+///
+/// The word being filled is kept in a register and stored once it is
+/// done: the documents of a common term mostly share a word with the one
+/// before, and or-ing each bit into memory made every document wait for
+/// the store of the one before (this loop was a tenth of the server's time
+/// under never-seen queries at 1M rows).
 fn fill(blocks: &mut BlockSegmentPostings, range: &Range<DocId>, bits: &mut [u64]) {
     let mut from = blocks.seek(range.start);
-    loop {
+    let (mut at, mut word) = (0usize, 0u64);
+    'blocks: loop {
         let docs = blocks.docs();
         if from >= docs.len() {
-            return;
+            break;
         }
         for &doc in &docs[from..] {
             if doc >= range.end || doc == TERMINATED {
-                return;
+                break 'blocks;
             }
             let bit = doc - range.start;
-            bits[(bit / 64) as usize] |= 1u64 << (bit % 64);
+            let here = (bit / 64) as usize;
+            if here != at {
+                bits[at] |= word;
+                (at, word) = (here, 0);
+            }
+            word |= 1u64 << (bit % 64);
         }
         blocks.advance();
         from = 0;
+    }
+    // The last word; nothing when no document was in the range (`word`
+    // is 0, and `bits` has a word when the range is not empty).
+    if word != 0 {
+        bits[at] |= word;
     }
 }
 
