@@ -128,17 +128,11 @@ fn an_index_of_other_sources_says_to_reindex() {
 fn an_index_of_another_layout_says_to_reindex() {
     let dir = tempfile::tempdir().unwrap();
     let sources = chaja_core::sources::for_tests();
-    let old = generation_path(dir.path(), 1);
-    std::fs::create_dir_all(&old).unwrap();
-    let mut schema = tantivy::schema::Schema::builder();
-    for entry in build_schema().fields().map(|(_, entry)| entry.clone()) {
+    old_generation(dir.path(), &sources, |entry, schema| {
         if entry.name() != "grams3" {
             schema.add_field(entry);
         }
-    }
-    Index::create_in_dir(&old, schema.build()).unwrap();
-    std::fs::write(old.join(SOURCES_FILE), generation_stamp(&sources)).unwrap();
-    make_current(dir.path(), 1).unwrap();
+    });
     let err = refusal(dir.path(), &sources, "another layout is refused");
     assert!(err.contains("chaja reindex"), "{err}");
 
@@ -175,21 +169,34 @@ fn an_index_of_another_layout_says_to_reindex() {
 fn an_index_whose_bodies_are_stored_as_text_says_to_reindex() {
     let dir = tempfile::tempdir().unwrap();
     let sources = chaja_core::sources::for_tests();
-    let old = generation_path(dir.path(), 1);
-    std::fs::create_dir_all(&old).unwrap();
-    let mut schema = tantivy::schema::Schema::builder();
-    for entry in build_schema().fields().map(|(_, entry)| entry.clone()) {
+    old_generation(dir.path(), &sources, |entry, schema| {
         if entry.name() == "content" {
             schema.add_text_field("content", tantivy::schema::STORED);
         } else {
             schema.add_field(entry);
         }
-    }
-    Index::create_in_dir(&old, schema.build()).unwrap();
-    std::fs::write(old.join(SOURCES_FILE), generation_stamp(&sources)).unwrap();
-    make_current(dir.path(), 1).unwrap();
+    });
     let err = refusal(dir.path(), &sources, "bodies stored as text are refused");
     assert!(err.contains("chaja reindex"), "{err}");
+}
+
+/// Makes generation 1 under `root` the current one, an empty index of
+/// this version's stamps but of the schema that `edit` builds from this
+/// version's fields, one field at a time: what an older version wrote.
+fn old_generation(
+    root: &Path,
+    sources: &Sources,
+    edit: impl Fn(tantivy::schema::FieldEntry, &mut tantivy::schema::SchemaBuilder),
+) {
+    let old = generation_path(root, 1);
+    std::fs::create_dir_all(&old).unwrap();
+    let mut schema = tantivy::schema::Schema::builder();
+    for (_, entry) in build_schema().fields() {
+        edit(entry.clone(), &mut schema);
+    }
+    Index::create_in_dir(&old, schema.build()).unwrap();
+    std::fs::write(old.join(SOURCES_FILE), generation_stamp(sources)).unwrap();
+    make_current(root, 1).unwrap();
 }
 
 /// Why opening the index under `root` for `sources` fails; `why` says

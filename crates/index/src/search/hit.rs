@@ -21,10 +21,10 @@ pub(super) fn load_hit(
     address: DocAddress,
 ) -> Result<Hit> {
     let View {
+        searcher,
         patches,
         columns,
         stores,
-        ..
     } = view;
     let segment = address.segment_ord as usize;
     let columns = &columns[segment];
@@ -35,10 +35,7 @@ pub(super) fn load_hit(
     let title = stored.title;
     let key_term = stored.key.unwrap_or_default();
     // A patched row's attributes are its patch's (see `patches`).
-    let segment_id = view
-        .searcher
-        .segment_reader(address.segment_ord)
-        .segment_id();
+    let segment_id = searcher.segment_reader(address.segment_ord).segment_id();
     let attributes = match patches.at(segment_id, address.doc_id) {
         Some(patch) => Some(patch.json.clone()),
         None => stored.attributes.map(str::to_owned),
