@@ -380,8 +380,22 @@ async fn build(
     generation_id: u64,
 ) -> Result<Built> {
     outbox::hold_for_rebuild(db, marker, live.low_water()).await?;
-    let checkpoint = starting_point(db, live).await?;
-    outbox::hold_for_rebuild(db, marker, checkpoint.low_water()).await?;
+    // A prune that read the replicas' positions before the hold existed
+    // may still be deleting rows: if it commits while the starting point
+    // is read, the rows it took look like gaps there, and the checkpoint
+    // ends below what was pruned (the replica that adopts it would call
+    // itself behind and rebuild again). So the starting point is read
+    // again until no prune committed across it; the hold stops any prune
+    // that starts later from passing `live`, so this ends.
+    let checkpoint = loop {
+        let pruned = outbox::pruned_through(db).await?;
+        let checkpoint = starting_point(db, live.clone()).await?;
+        outbox::hold_for_rebuild(db, marker, checkpoint.low_water()).await?;
+        if outbox::pruned_through(db).await? == pruned {
+            break checkpoint;
+        }
+        tracing::debug!("outbox pruned while the rebuild read its starting point; reading again");
+    };
     tracing::info!(
         generation = generation_id,
         outbox_seq = checkpoint.outbox_seq,
