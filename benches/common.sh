@@ -13,10 +13,11 @@ settle() {
   done
 }
 # The outbox id the indexer applied up to. /readyz answers 503 while the
-# indexer lags: read its body either way.
+# indexer lags: read its body either way. Polled every 0.1 s while a burst
+# is applied, so it starts no interpreter: a Python per poll took 15% of
+# this 2-core machine's CPU from the server it measured.
 applied() {
-  curl -s "http://127.0.0.1:$port/readyz" | python3 -c '
-import json, sys
-try: print(json.load(sys.stdin)["indexer"]["applied_seq"])
-except Exception: print(0)'
+  local body
+  body=$(curl -s "http://127.0.0.1:$port/readyz" || true)
+  [[ $body =~ \"applied_seq\":([0-9]+) ]] && echo "${BASH_REMATCH[1]}" || echo 0
 }
