@@ -29,18 +29,25 @@ threads() {
     echo "$(tr ' ' _ < "$t/comm") $(awk '{print $14 + $15}' "$t/stat")"
   done | awk '{a[$1] += $2} END {for (k in a) print k, a[k]}' | sort
 }
+# The database's CPU time: the UPDATE leaves old row versions that it
+# purges while the burst is applied, on the same two cores.
+db_pid=$(pidof mariadbd || pidof mysqld || true)
+db_cpu() { if [ -n "$db_pid" ]; then awk '{print $14 + $15}' "/proc/$db_pid/stat"; else echo 0; fi; }
 settle
 threads > "$work/threads-before"
 before=$(cpu)
 mysql -uroot "$db" -e "UPDATE question SET body = CONCAT(body, ' 고침') ORDER BY id DESC LIMIT $edits"
 committed=$(date +%s.%N)
+db_before=$(db_cpu)
 target=$(mysql -uroot -N "$db" -e "SELECT MAX(seq) FROM search_outbox")
 while [ "$(applied)" -lt "$target" ]; do sleep 0.1; done
 end=$(date +%s.%N)
 after=$(cpu)
+db_after=$(db_cpu)
 threads > "$work/threads-after"
 echo "$bin: $edits edits applied in $(echo "$end - $committed" | bc) s:" \
   "$(echo "scale=0; $edits / ($end - $committed)" | bc) rows/s," \
   "$(echo "scale=2; ($after - $before) * 1000 / $ticks / $edits" | bc) ms of server CPU a row"
+echo "  the database beside it (purging the old versions, serving the reads): $(echo "scale=1; ($db_after - $db_before) / $ticks" | bc) s of CPU"
 join -a1 "$work/threads-after" "$work/threads-before" \
   | awk -v t="$ticks" '{d = $2 - ($3 + 0); if (d > t / 2) printf "  thread %s: %.1f s of CPU\n", $1, d / t}'
