@@ -55,6 +55,7 @@ mod hit;
 mod query;
 mod request;
 mod scan;
+mod scored;
 
 pub use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
 pub use budget::{Budget, ScanError, StopOnDrop};

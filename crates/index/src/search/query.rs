@@ -12,6 +12,7 @@ use chaja_core::text::Keyword;
 use std::sync::Arc;
 
 use super::request::Request;
+use super::scored::ScoredByTerms;
 use crate::morph;
 use crate::patches::{PatchedQuery, Patches};
 use crate::schema::Fields;
@@ -61,13 +62,7 @@ pub fn build_query(
     } else if scoring {
         // The set is the substring set; morphemes only score it.
         let exact = substring_query(fields, request, false);
-        Box::new(BooleanQuery::new(vec![
-            (Occur::Must, Box::new(BoostQuery::new(exact, 0.0))),
-            (
-                Occur::Should,
-                morph_query(fields, &morphemes, Occur::Should),
-            ),
-        ]))
+        Box::new(ScoredByTerms::new(exact, morph_terms(fields, &morphemes)))
     } else {
         substring_query(fields, request, false)
     };
@@ -135,6 +130,20 @@ pub(super) fn morph_query(fields: &Fields, morphemes: &[String], occur: Occur) -
         })
         .collect();
     Box::new(BooleanQuery::new(clauses))
+}
+
+/// Each morpheme as a title term (boosted) and a content term: what
+/// [`morph_query`] sums, for [`ScoredByTerms`].
+pub(super) fn morph_terms(fields: &Fields, morphemes: &[String]) -> Vec<(Term, f32)> {
+    morphemes
+        .iter()
+        .flat_map(|m| {
+            [
+                (Term::from_field_text(fields.title_morph, m), TITLE_BOOST),
+                (Term::from_field_text(fields.content_morph, m), 1.0),
+            ]
+        })
+        .collect()
 }
 
 /// The gram field in which a keyword of up to four characters is one term.
