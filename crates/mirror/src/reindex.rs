@@ -385,8 +385,8 @@ async fn build(
     // is read, the rows it took look like gaps there, and the checkpoint
     // ends below what was pruned (the replica that adopts it would call
     // itself behind and rebuild again). So the starting point is read
-    // again until no prune committed across it; the hold stops any prune
-    // that starts later from passing `live`, so this ends.
+    // again until no prune committed across it. A prune that starts later
+    // reads the hold and stays at or below it, so this ends.
     let checkpoint = loop {
         let pruned = outbox::pruned_through(db).await?;
         let checkpoint = starting_point(db, live.clone()).await?;
