@@ -867,9 +867,27 @@ pub struct RedisCluster {
 impl RedisCluster {
     pub fn start(masters: usize, replicas: usize) -> RedisCluster {
         let dir = tempfile::tempdir().unwrap();
-        let mut nodes = Vec::new();
-        for i in 0..masters * (1 + replicas) {
-            // The cluster bus listens on port + 10000.
+        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
+            .map(|i| RedisCluster::start_node(dir.path(), i))
+            .collect();
+        let status = std::process::Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("redis-cli runs");
+        assert!(status.success(), "redis-cli --cluster create");
+        let cluster = RedisCluster { nodes, _dir: dir };
+        cluster.wait_ok();
+        cluster
+    }
+
+    /// Node `i`, up and listening. A free port is only free until some
+    /// other test takes it: a node that exits (its port, or its bus port
+    /// at port + 10000, taken in between) is started again on another.
+    fn start_node(dir: &std::path::Path, i: usize) -> RedisServer {
+        for _ in 0..5 {
             let port = loop {
                 let port = free_port();
                 if port < 55_000
@@ -886,28 +904,29 @@ impl RedisCluster {
                 // one can take over from the start.
                 .args(["--repl-diskless-sync-delay", "0"])
                 .arg("--cluster-config-file")
-                .arg(dir.path().join(format!("nodes-{i}.conf")))
+                .arg(dir.join(format!("nodes-{i}.conf")))
                 .arg("--dir")
-                .arg(dir.path())
+                .arg(dir)
                 .stdout(std::process::Stdio::null())
                 .spawn()
                 .expect("redis-server must be installed (see .ci/run)");
-            nodes.push(RedisServer { child, port });
+            let mut node = RedisServer { child, port };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !node.is_running() {
+                if node.child.try_wait().ok().flatten().is_some() {
+                    break; // it exited: try another port
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "redis-server on {port} never came up"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if node.is_running() {
+                return node;
+            }
         }
-        for node in &nodes {
-            wait_for_redis(node.port);
-        }
-        let status = std::process::Command::new("redis-cli")
-            .args(["--cluster", "create"])
-            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
-            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("redis-cli runs");
-        assert!(status.success(), "redis-cli --cluster create");
-        let cluster = RedisCluster { nodes, _dir: dir };
-        cluster.wait_ok();
-        cluster
+        panic!("redis-server exited five times: ports taken by other tests?");
     }
 
     /// `redis+cluster://` with every node as a seed.
@@ -998,15 +1017,4 @@ fn replica_in_sync(port: u16) -> bool {
     };
     let info = String::from_utf8_lossy(&output.stdout);
     info.contains("role:master") || info.contains("master_link_status:up")
-}
-
-fn wait_for_redis(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "redis-server on {port} never came up"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
