@@ -208,6 +208,20 @@ fn refusal(root: &Path, sources: &Sources, why: &str) -> String {
         .to_string()
 }
 
+/// A fixed xorshift sequence from its seed: test rows that are the same
+/// every run, without a random crate in the index's tests.
+pub(crate) struct Draws(pub(crate) u64);
+
+impl Draws {
+    /// The next draw, below `n`.
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
 /// An index holding one row of this title and these body fields.
 fn one_row(title: Option<&str>, body: &[&str]) -> (tempfile::TempDir, Generation) {
     let dir = tempfile::tempdir().unwrap();
@@ -729,14 +743,8 @@ fn a_relevance_page_is_the_head_of_the_whole_order() {
     let words = ["서버", "설정", "배포", "캐시", "오류", "검색", "있습니다"];
     let day = 86_400_000i64;
     let now = 2_000 * day;
-    // A fixed xorshift: the same rows every run.
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = |n: i64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as i64
-    };
+    let mut draws = Draws(0x9e37_79b9_7f4a_7c15);
+    let mut next = |n: i64| draws.below(n as u64) as i64;
     for id in 0..1_000i64 {
         // Each word 0-3 times and up to 40 filler words: scores of every
         // size, close ones among them.

@@ -204,14 +204,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let generation = create_generation(dir.path(), &chaja_core::sources::for_tests()).unwrap();
         let mut writer = generation.writer(32 << 20).unwrap();
-        // A fixed xorshift: the same rows every run.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut draws = crate::tests::Draws(0x2545_f491_4f6c_dd1d);
+        let mut next = |n: usize| draws.below(n as u64) as usize;
         for id in 0..600i64 {
             // 있습니다 in most rows, the other words in fewer.
             let mut words = vec![WORDS[1]];
