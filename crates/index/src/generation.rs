@@ -19,7 +19,7 @@ use crate::columns::SegmentColumns;
 use crate::merges::{ApartMergePolicy, MergeHold, SegmentKinds};
 use crate::patches::{Patches, Tracker};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
-use crate::tokenizer::GramTokenizer;
+use crate::tokenizer::{ChunkTokenizer, GramTokenizer};
 use crate::uid::{key_term, tag_source};
 use crate::writer::{for_each_live_key, DocWriter};
 use crate::{morph, search, IndexError, Result};
@@ -211,13 +211,11 @@ impl Generation {
         index
             .tokenizers()
             .register(FOURGRAM, GramTokenizer::fourgram());
-        index
-            .tokenizers()
-            .register(TRIGRAM, GramTokenizer::trigram());
-        index.tokenizers().register(BIGRAM, GramTokenizer::bigram());
-        index
-            .tokenizers()
-            .register(UNIGRAM, GramTokenizer::unigram());
+        // The doc-id-only fields receive their distinct grams ready-cut
+        // (see `tokenizer::distinct_grams`).
+        index.tokenizers().register(TRIGRAM, ChunkTokenizer::new(3));
+        index.tokenizers().register(BIGRAM, ChunkTokenizer::new(2));
+        index.tokenizers().register(UNIGRAM, ChunkTokenizer::new(1));
         // The morphological fields hold morphemes found before the writer,
         // joined by spaces (see `Morphemes`).
         index

@@ -1,88 +1,43 @@
-//! Character n-gram tokenizers with real positions.
+//! Character n-grams: positional 4-grams, and each distinct shorter gram
+//! once.
 //!
 //! tantivy's `NgramTokenizer` gives every gram position 0, so a phrase query
-//! over its grams cannot check adjacency. These emit the grams of the
-//! normalized text with `position = character index`: a slop-0 phrase of a
-//! keyword's 4-grams then matches exactly where the keyword is a substring.
-//! Spaces and punctuation are kept in the grams, as `LIKE` keeps them.
+//! over its grams cannot check adjacency. [`GramTokenizer`] emits the
+//! 4-grams of the normalized text with `position = character index`: a
+//! slop-0 phrase of a keyword's 4-grams then matches exactly where the
+//! keyword is a substring. The fields of 1, 2 and 3 characters keep doc
+//! ids only, so they get each gram of a row once ([`distinct_grams`], cut
+//! by [`ChunkTokenizer`]). Spaces and punctuation are kept in the grams, as
+//! `LIKE` keeps them.
 
 use std::cell::RefCell;
-use std::sync::Arc;
 
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 use chaja_core::text::normalize;
 
-thread_local! {
-    /// The last two texts normalized for indexing on this thread, and what
-    /// they became.
-    static RECENT: RefCell<[(String, Arc<str>); 2]> = RefCell::default();
-}
-
-/// [`normalize`], remembered for the next tokenizer. tantivy tokenizes a
-/// document's fields in turn on one thread, and a row's text passes
-/// through four gram tokenizers: comparing the text is much cheaper than
-/// normalizing it again, which was a tenth of a rebuild.
-pub fn normalize_for_indexing(text: &str) -> Arc<str> {
-    RECENT.with_borrow_mut(|recent| {
-        if let Some((_, normalized)) = recent.iter().find(|(raw, _)| raw == text) {
-            return normalized.clone();
-        }
-        let normalized: Arc<str> = normalize(text).into();
-        recent.swap(0, 1);
-        recent[0] = (text.to_owned(), normalized.clone());
-        normalized
-    })
-}
-
-/// Overlapping grams of `n` characters of [`normalize`]d text.
+/// Overlapping grams of `n` characters of [`normalize`]d text, every
+/// occurrence at its character index: the positional 4-grams.
 #[derive(Clone, Debug)]
 pub struct GramTokenizer {
     n: usize,
-    /// Each gram once per text, for fields that keep doc ids only: repeats
-    /// change nothing there but cost tantivy a hash lookup each, and in a
-    /// row of Korean prose most characters and many bigrams are repeats.
-    distinct: bool,
 }
 
 impl GramTokenizer {
-    pub fn unigram() -> Self {
-        GramTokenizer {
-            n: 1,
-            distinct: true,
-        }
+    pub fn new(n: usize) -> Self {
+        GramTokenizer { n }
     }
 
-    pub fn bigram() -> Self {
-        GramTokenizer {
-            n: 2,
-            distinct: true,
-        }
-    }
-
-    pub fn trigram() -> Self {
-        GramTokenizer {
-            n: 3,
-            distinct: true,
-        }
-    }
-
-    /// The positional grams: every occurrence, at its character index.
     pub fn fourgram() -> Self {
-        GramTokenizer {
-            n: 4,
-            distinct: false,
-        }
+        GramTokenizer::new(4)
     }
 }
 
 pub struct GramStream {
-    text: Arc<str>,
+    text: String,
     /// Byte offset of every character, plus `text.len()` at the end.
     bounds: Vec<usize>,
     n: usize,
-    /// The character index of each gram to emit, when not all of them are.
-    starts: Option<Vec<usize>>,
     next: usize,
     token: Token,
 }
@@ -91,21 +46,13 @@ impl Tokenizer for GramTokenizer {
     type TokenStream<'a> = GramStream;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> GramStream {
-        let text = normalize_for_indexing(text);
+        let text = normalize(text);
         let mut bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
         bounds.push(text.len());
-        let grams = bounds.len().saturating_sub(self.n);
-        let starts = self.distinct.then(|| {
-            let mut seen = foldhash::HashSet::with_capacity_and_hasher(grams, Default::default());
-            (0..grams)
-                .filter(|&i| seen.insert(&text[bounds[i]..bounds[i + self.n]]))
-                .collect()
-        });
         GramStream {
             text,
             bounds,
             n: self.n,
-            starts,
             next: 0,
             token: Token::default(),
         }
@@ -114,13 +61,7 @@ impl Tokenizer for GramTokenizer {
 
 impl TokenStream for GramStream {
     fn advance(&mut self) -> bool {
-        let pos = match &self.starts {
-            Some(starts) => match starts.get(self.next) {
-                Some(&pos) => pos,
-                None => return false,
-            },
-            None => self.next,
-        };
+        let pos = self.next;
         if pos + self.n >= self.bounds.len() {
             return false;
         }
@@ -132,6 +73,113 @@ impl TokenStream for GramStream {
         self.token.position = pos;
         self.token.position_length = 1;
         self.next += 1;
+        true
+    }
+
+    fn token(&self) -> &Token {
+        &self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.token
+    }
+}
+
+/// The distinct 1-, 2- and 3-character grams of normalized `text`, each
+/// once and back to back, in the order they first occur: what the
+/// doc-id-only fields (`chars`, `grams2`, `grams3`) index, cut again by a
+/// [`ChunkTokenizer`].
+///
+/// The writer calls this before a document goes to tantivy, so the work
+/// runs on the thread that feeds tantivy, not on tantivy's indexing thread,
+/// which a rebuild waits on. Each gram is found once: a repeat changes
+/// nothing in a doc-id-only field but costs tantivy a hash lookup, and in
+/// a row of Korean prose most characters and many bigrams are repeats. A
+/// gram is looked up here by its characters packed in a `u64` (21 bits
+/// each), which hashes faster than its bytes.
+pub fn distinct_grams(text: &str) -> [String; 3] {
+    thread_local! {
+        static SEEN: RefCell<[foldhash::HashSet<u64>; 3]> = RefCell::default();
+    }
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let end = |i: usize| chars.get(i).map_or(text.len(), |&(at, _)| at);
+    let mut out: [String; 3] = Default::default();
+    SEEN.with_borrow_mut(|seen| {
+        for set in seen.iter_mut() {
+            set.clear();
+        }
+        for (i, &(from, _)) in chars.iter().enumerate() {
+            let mut key = 0u64;
+            for (n, (set, grams)) in seen.iter_mut().zip(&mut out).enumerate() {
+                let Some(&(_, c)) = chars.get(i + n) else {
+                    break;
+                };
+                key = (key << 21) | u64::from(c);
+                if set.insert(key) {
+                    grams.push_str(&text[from..end(i + n + 1)]);
+                }
+            }
+        }
+    });
+    out
+}
+
+/// Cuts text into consecutive grams of `n` characters: `abcdef` gives
+/// `ab`, `cd`, `ef` for `n = 2`. It reads what [`distinct_grams`] wrote,
+/// so it neither normalizes nor looks for repeats; a partial gram at the
+/// end is dropped.
+#[derive(Clone, Debug)]
+pub struct ChunkTokenizer {
+    n: usize,
+}
+
+impl ChunkTokenizer {
+    pub fn new(n: usize) -> Self {
+        ChunkTokenizer { n }
+    }
+}
+
+pub struct ChunkStream<'a> {
+    rest: &'a str,
+    offset: usize,
+    n: usize,
+    token: Token,
+}
+
+impl Tokenizer for ChunkTokenizer {
+    type TokenStream<'a> = ChunkStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> ChunkStream<'a> {
+        ChunkStream {
+            rest: text,
+            offset: 0,
+            n: self.n,
+            token: Token::default(),
+        }
+    }
+}
+
+impl TokenStream for ChunkStream<'_> {
+    fn advance(&mut self) -> bool {
+        // The byte offset after `n` characters, if there are `n`.
+        let Some(len) = self
+            .rest
+            .char_indices()
+            .map(|(i, _)| i)
+            .chain([self.rest.len()])
+            .nth(self.n)
+        else {
+            return false;
+        };
+        let (gram, rest) = self.rest.split_at(len);
+        self.token.text.clear();
+        self.token.text.push_str(gram);
+        self.token.offset_from = self.offset;
+        self.token.offset_to = self.offset + len;
+        self.token.position = self.offset;
+        self.token.position_length = 1;
+        self.rest = rest;
+        self.offset += len;
         true
     }
 
@@ -181,7 +229,7 @@ mod tests {
         assert_eq!(fourgram_cover("있습니다만")[1].1, "습니다만");
     }
 
-    fn tokens(mut t: GramTokenizer, text: &str) -> Vec<(String, usize)> {
+    fn tokens<T: Tokenizer>(mut t: T, text: &str) -> Vec<(String, usize)> {
         let mut out = Vec::new();
         let mut s = t.token_stream(text);
         while s.advance() {
@@ -191,9 +239,9 @@ mod tests {
     }
 
     #[test]
-    fn bigrams_have_increasing_positions_and_keep_spaces() {
+    fn grams_have_increasing_positions_and_keep_spaces() {
         assert_eq!(
-            tokens(GramTokenizer::bigram(), "스프링 Boot"),
+            tokens(GramTokenizer::new(2), "스프링 Boot"),
             [
                 ("스프".into(), 0),
                 ("프링".into(), 1),
@@ -204,25 +252,48 @@ mod tests {
                 ("ot".into(), 6)
             ]
         );
-        assert!(tokens(GramTokenizer::bigram(), "가").is_empty());
-        assert_eq!(tokens(GramTokenizer::trigram(), "abcd").len(), 2);
+        assert!(tokens(GramTokenizer::new(2), "가").is_empty());
         assert_eq!(tokens(GramTokenizer::fourgram(), "abcd").len(), 1);
-        assert_eq!(tokens(GramTokenizer::unigram(), "가A").len(), 2);
+        assert_eq!(tokens(GramTokenizer::fourgram(), "abcabcabc").len(), 6);
+    }
+
+    /// The distinct grams of `text` as the doc-id-only fields index them.
+    fn distinct(text: &str, n: usize) -> Vec<String> {
+        let grams = distinct_grams(&normalize(text));
+        tokens(ChunkTokenizer::new(n), &grams[n - 1])
+            .into_iter()
+            .map(|(gram, _)| gram)
+            .collect()
     }
 
     #[test]
-    fn doc_id_grams_come_once_and_positional_ones_every_time() {
+    fn distinct_grams_are_every_gram_once() {
+        assert_eq!(distinct("가나가나 가나", 2), ["가나", "나가", "나 ", " 가"]);
+        assert_eq!(distinct("aAa", 1), ["a"]);
+        assert_eq!(distinct("abcabc", 3), ["abc", "bca", "cab"]);
+        assert!(distinct("가나", 3).is_empty());
+        assert_eq!(distinct("가", 1), ["가"]);
+        assert!(distinct("", 1).is_empty());
+        // Against the overlapping grams, deduplicated, on text of 1- to
+        // 4-byte characters and repeats (`𝒜` is 4 bytes; NFKC makes it `a`).
+        let text = "Ωmega 한국어 ß 𝒜𝒜 é̂ 😀😀a😀 가나다가나다\u{0}끝";
+        for n in 1..=3 {
+            let mut expected: Vec<String> = Vec::new();
+            for (gram, _) in tokens(GramTokenizer::new(n), text) {
+                if !expected.contains(&gram) {
+                    expected.push(gram);
+                }
+            }
+            assert_eq!(distinct(text, n), expected, "{n}-grams");
+        }
+    }
+
+    #[test]
+    fn chunks_cut_consecutive_grams_and_drop_a_partial_one() {
         assert_eq!(
-            tokens(GramTokenizer::bigram(), "가나가나 가나"),
-            [
-                ("가나".into(), 0),
-                ("나가".into(), 1),
-                ("나 ".into(), 3),
-                (" 가".into(), 4)
-            ]
+            tokens(ChunkTokenizer::new(2), "가나다라마"),
+            [("가나".into(), 0), ("다라".into(), 6)]
         );
-        assert_eq!(tokens(GramTokenizer::unigram(), "aAa").len(), 1);
-        assert_eq!(tokens(GramTokenizer::trigram(), "abcabc").len(), 3);
-        assert_eq!(tokens(GramTokenizer::fourgram(), "abcabcabc").len(), 6);
+        assert!(tokens(ChunkTokenizer::new(3), "").is_empty());
     }
 }

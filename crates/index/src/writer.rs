@@ -6,11 +6,13 @@ use tantivy::{IndexWriter, TantivyDocument};
 
 use chaja_core::model::Doc;
 use chaja_core::sources::SourceId;
+use chaja_core::text::normalize;
 
 use crate::attributes::AttrLayout;
 use crate::checkpoint::Checkpoint;
 use crate::order::{clamp_time, sort_key, PATCH_ORDER};
 use crate::schema::Fields;
+use crate::tokenizer::distinct_grams;
 use crate::uid::{key_term, tag, uid};
 use crate::{morph, Result};
 
@@ -157,9 +159,13 @@ impl DocWriter {
             }
             None => body,
         };
-        for field in [f.grams4, f.grams3, f.grams2, f.chars] {
-            d.add_text(field, &grams_of);
-        }
+        // The 4-gram tokenizer normalizes on tantivy's indexing thread; the
+        // shorter grams are found here, on the thread that feeds it.
+        let [chars, grams2, grams3] = distinct_grams(&normalize(&grams_of));
+        d.add_text(f.grams4, &grams_of);
+        d.add_text(f.grams3, grams3);
+        d.add_text(f.grams2, grams2);
+        d.add_text(f.chars, chars);
         d.add_text(f.content_morph, morphemes.content);
         self.writer.add_document(d)?;
         Ok(())
