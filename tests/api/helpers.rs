@@ -430,10 +430,17 @@ impl TestApp {
 
     /// Waits until every outbox row written so far is searchable.
     pub async fn wait_indexed(&self) {
+        self.wait_indexed_within(Duration::from_secs(20)).await
+    }
+
+    /// [`TestApp::wait_indexed`] for a setup of many rows: a debug build
+    /// applies them slowly while the rest of the suite shares the cores,
+    /// and how long that takes is not what the test checks.
+    pub async fn wait_indexed_within(&self, within: Duration) {
         let target = outbox::max_seq(self.db()).await.unwrap();
         let progress = &self.state.mirror.progress;
         wait_until(
-            Duration::from_secs(20),
+            within,
             &format!("the indexer did not reach outbox seq {target}"),
             || async { progress.applied_seq() >= target },
         )
