@@ -99,8 +99,12 @@ impl TokenStream for GramStream {
 /// each), which hashes faster than its bytes.
 pub fn distinct_grams(text: &str) -> [String; 3] {
     thread_local! {
+        /// Kept between rows so that a row does not allocate them again;
+        /// dropped after a row long enough to grow them past `KEPT`, so a
+        /// huge row does not pin its memory on the thread.
         static SEEN: RefCell<[foldhash::HashSet<u64>; 3]> = RefCell::default();
     }
+    const KEPT: usize = 1 << 16;
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let end = |i: usize| chars.get(i).map_or(text.len(), |&(at, _)| at);
     let mut out: [String; 3] = Default::default();
@@ -118,6 +122,11 @@ pub fn distinct_grams(text: &str) -> [String; 3] {
                 if set.insert(key) {
                     grams.push_str(&text[from..end(i + n + 1)]);
                 }
+            }
+        }
+        for set in seen.iter_mut() {
+            if set.capacity() > KEPT {
+                *set = Default::default();
             }
         }
     });
