@@ -24,6 +24,7 @@ both_stores!(
     a_replica_behind_the_pruned_outbox_is_not_ready_until_rebuilt,
     kill_9_during_a_write_burst_loses_nothing,
     a_burst_merges_its_segments_once_it_ends,
+    text_edits_spread_over_two_threads_leave_each_row_as_its_last_edit,
 );
 
 async fn rows_inserted_with_raw_sql_are_found(store: Store) {
@@ -535,5 +536,43 @@ async fn a_burst_merges_its_segments_once_it_ends(store: Store) {
         || async { segments() < 8 },
     )
     .await;
+    app.finish().await;
+}
+
+/// A backlog of text edits is spread over the serving writer's two
+/// indexing threads (`chaja_index::Pace::Burst`), a trickle goes whole to
+/// one: across both, and the changes of pace between them, each row ends
+/// as its last edit, once. 60 rows in rounds of 6 are bursts; the three
+/// edits after them, one row a round, are not.
+async fn text_edits_spread_over_two_threads_leave_each_row_as_its_last_edit(store: Store) {
+    let app = spawn_app_with(store, |a| a.mirror.indexer_batch = 6).await;
+    let user = app.create_user("u").await;
+    let mut tx = app.db().pool.begin().await.unwrap();
+    for i in 0..60 {
+        let sql = format!(
+            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '속도 {i}', '첫본문')"
+        );
+        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    app.wait_indexed().await;
+    assert_eq!(app.search("첫본문", "").await["total"], 60);
+
+    app.sql("UPDATE questions SET content = '둘본문'").await;
+    let ids = app.search_ids("속도", "").await;
+    for (_, id) in ids.iter().take(3) {
+        app.sql(&format!(
+            "UPDATE questions SET content = '셋본문' WHERE id = {id}"
+        ))
+        .await;
+    }
+    app.wait_indexed().await;
+    assert_eq!(app.search("첫본문", "").await["total"], 0);
+    assert_eq!(app.search("둘본문", "").await["total"], 57);
+    assert_eq!(app.search("셋본문", "").await["total"], 3);
+    assert_eq!(app.search("속도", "").await["total"], 60);
+    let live = app.state.search.index.live();
+    assert_eq!(live.duplicate_keys().unwrap(), Vec::<String>::new());
+    assert_eq!(live.num_docs(), 60);
     app.finish().await;
 }

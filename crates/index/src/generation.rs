@@ -21,7 +21,7 @@ use crate::patches::{Patches, Tracker};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::{ChunkTokenizer, GramTokenizer};
 use crate::uid::{key_term, tag_source};
-use crate::writer::{for_each_live_key, DocWriter};
+use crate::writer::{for_each_live_key, DocWriter, Pace};
 use crate::{morph, search, IndexError, Result};
 
 /// Names what a generation was built with: the text normalization its grams
@@ -499,25 +499,18 @@ impl Generation {
         (analyzer.to_owned(), normalization.to_owned())
     }
 
-    /// The serving writer: one indexing thread, merging segments of
-    /// patches apart from segments of documents (see `merges`).
-    ///
-    /// Every round commits, and a commit ends one segment per indexing
-    /// thread and starts new ones, a fixed cost whatever was written. A
-    /// storm of 500 likes a second (100k rows, 2 cores) took 181 ms a
-    /// commit on two threads and 77 ms on one, and its changes were
-    /// searchable in p99 1.1 s against 0.36 s; text changes lost less than
-    /// machine noise. The rows' analysis runs on a thread of its own
-    /// beside this one indexing thread (see the mirror's `round`), as a
-    /// rebuild's does.
+    /// The serving writer: two indexing threads, used one at a time except
+    /// in a burst (see [`Pace`]), merging segments of patches apart from
+    /// segments of documents (see `merges`). It starts at [`Pace::Steady`].
     pub fn writer(&self, memory_budget: usize) -> Result<DocWriter> {
-        let writer = self.writer_with_threads(memory_budget, 1)?;
+        let mut writer = self.writer_with_threads(memory_budget, 2)?;
         writer
             .writer
             .set_merge_policy(Box::new(ApartMergePolicy::new(
                 self.kinds.clone(),
                 self.merge_hold.clone(),
             )));
+        writer.set_pace(Pace::Steady)?;
         Ok(writer)
     }
 
@@ -542,6 +535,7 @@ impl Generation {
             writer,
             fields: self.fields,
             layout: self.layout.clone(),
+            held: None,
         })
     }
 }

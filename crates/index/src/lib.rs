@@ -65,6 +65,6 @@ pub use live::SearchIndex;
 pub use patches::Patches;
 pub use uid::{key_term, parse_key_term, tag, tag_has_string_key, tag_source, uid};
 pub use version::Version;
-pub use writer::{for_each_live_key, DocWriter, Morphemes, BODY_SEPARATOR};
+pub use writer::{for_each_live_key, DocWriter, Morphemes, Pace, BODY_SEPARATOR};
 
 pub type Result<T, E = IndexError> = std::result::Result<T, E>;

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use chaja_core::model::Doc;
 use chaja_core::sources::{SourceId, Sources};
-use chaja_index::{Checkpoint, DocWriter, Generation, Indexed, Morphemes};
+use chaja_index::{Checkpoint, DocWriter, Generation, Indexed, Morphemes, Pace};
 use chaja_store::outbox::{self, OutboxRow};
 use chaja_store::rows::Loaded;
 
@@ -75,6 +75,20 @@ fn analysis_thread() -> Result<&'static rayon::ThreadPool> {
         .build()
         .map_err(std::io::Error::other)?;
     Ok(POOL.get_or_init(|| pool))
+}
+
+/// How a round that rewrites `writes` rows, in rounds of up to `batch`,
+/// hands them to the writer: spread over its indexing threads when they
+/// are half a batch or more (a backlog of text changes, where the round
+/// would otherwise wait on one thread while a core idles), and as one
+/// batch on one thread otherwise, so that its commit ends one segment (see
+/// [`Pace`]).
+fn pace(writes: usize, batch: i64) -> Pace {
+    if writes as i64 * 2 >= batch.max(2) {
+        Pace::Burst
+    } else {
+        Pace::Steady
+    }
 }
 
 /// Batches of outbox rows one round may read while they name few keys.
@@ -339,6 +353,7 @@ impl Indexer {
             .hold_merges(round.new as i64 >= self.config.batch);
         let generation = tail.generation.clone();
         let work = batch.work;
+        let batch = self.config.batch;
         let fold = std::mem::take(&mut tail.fold);
         let span = tracing::debug_span!(
             "index_commit",
@@ -348,7 +363,7 @@ impl Indexer {
         let result = tail
             .with_writer(move |writer| {
                 let _enter = span.enter();
-                apply(writer, &generation, &work, &fold, &checkpoint)
+                apply(writer, &generation, &work, &fold, &checkpoint, batch)
             })
             .await;
         let changed = result?;
@@ -442,13 +457,15 @@ fn plan(
 /// whose content digest (text, time, key, attributes) equals the one the
 /// index holds for it is left alone, whatever column the change was in;
 /// one whose attributes alone changed is patched, with no analysis and no
-/// delete and add of its document. Returns the rows that changed.
+/// delete and add of its document. A round that rewrites half a batch or
+/// more is a burst (see [`pace`]). Returns the rows that changed.
 pub(super) fn apply(
     writer: &mut DocWriter,
     generation: &Generation,
     work: &[(SourceId, String, Option<Doc>)],
     fold: &HashSet<String>,
     checkpoint: &Checkpoint,
+    batch: i64,
 ) -> Result<usize> {
     let started = Instant::now();
     let upserts: Vec<(SourceId, &str)> = work
@@ -460,15 +477,17 @@ pub(super) fn apply(
     let planned = started.elapsed();
     // The rows to write. Their morphemes are found on the analysis thread
     // while the loop below hands the rows before them to tantivy's
-    // indexing thread, as a rebuild does (one thread of each kind on two
-    // cores). Found all first, even on every core, they kept the indexing
-    // thread idle for the first third of each round.
+    // indexing threads (in a burst; otherwise they are held for one batch
+    // at the commit, see `Pace`). Found all first, even on every core,
+    // they kept the indexing thread idle for the first third of each round.
     let writes: Vec<&Doc> = work
         .iter()
         .zip(&actions)
         .filter(|(_, action)| **action == Action::Write)
         .filter_map(|((_, _, doc), _)| doc.as_ref())
         .collect();
+    let pace = pace(writes.len(), batch);
+    writer.set_pace(pace)?;
     let (changed, kept, patched) = analysis_thread()?.in_place_scope(|scope| -> Result<_> {
         let (found, morphemes) = std::sync::mpsc::sync_channel(ANALYSED_AHEAD);
         scope.spawn(move |_| {
@@ -524,17 +543,21 @@ pub(super) fn apply(
     // the next query need not.
     generation.reload()?;
     // Where a round's time goes, as times since its start: analysis and
-    // tantivy's indexing thread overlap until `fed`; the commit then
-    // waits for the indexing thread to index what it was handed and write
-    // the segment.
+    // tantivy's indexing threads overlap until `fed` (in a burst); the
+    // commit then waits for them to index what they were handed and write
+    // their segments.
     tracing::debug!(
         rows = work.len(),
+        ?pace,
         planned_ms = planned.as_millis() as u64,
         fed_ms = fed.as_millis() as u64,
         committed_ms = committed.as_millis() as u64,
         reloaded_ms = started.elapsed().as_millis() as u64,
         "applied a round"
     );
+    if pace == Pace::Burst {
+        metrics::counter!("index_burst_rounds_total").increment(1);
+    }
     metrics::histogram!("index_commit_seconds").record(started.elapsed().as_secs_f64());
     metrics::counter!("index_changes_applied_total").increment(changed as u64);
     Ok(changed)
@@ -598,6 +621,18 @@ mod tests {
             plan(&gone, held(&base, None), &HashSet::new()),
             vec![Action::Delete]
         );
+    }
+
+    #[test]
+    fn only_a_round_that_rewrites_half_a_batch_or_more_is_a_burst() {
+        assert_eq!(pace(0, 2000), Pace::Steady);
+        assert_eq!(pace(999, 2000), Pace::Steady);
+        assert_eq!(pace(1000, 2000), Pace::Burst);
+        assert_eq!(pace(2000, 2000), Pace::Burst);
+        assert_eq!(pace(2, 5), Pace::Steady);
+        assert_eq!(pace(3, 5), Pace::Burst);
+        assert_eq!(pace(0, 1), Pace::Steady);
+        assert_eq!(pace(1, 1), Pace::Burst);
     }
 
     #[test]
