@@ -84,7 +84,9 @@ impl Morphemes {
 pub enum Pace {
     /// Changes as they come: a round's operations are held and handed
     /// over at its commit as one batch (`IndexWriter::run`), which one
-    /// indexing thread takes whole, so the commit ends one segment.
+    /// indexing thread takes whole, so the commit ends one segment. The
+    /// mirror holds fewer than half a batch of documents this way (1,000
+    /// by default); larger rounds are bursts.
     #[default]
     Steady,
     /// A backlog of text rows: each operation is handed over at once, and
