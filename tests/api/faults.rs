@@ -55,14 +55,8 @@ async fn a_burst_of_ten_thousand_raw_inserts_is_indexed(store: Store) {
     app.create_user("u").await;
     // 10,000 single-row INSERTs, 100 to a transaction, as a batch job would.
     for batch in 0..100 {
-        let mut tx = app.db().pool.begin().await.unwrap();
-        for i in 0..100 {
-            let sql = format!(
-                "INSERT INTO questions (author_id, title, content) VALUES (1, '대량 {batch}-{i}', '본문')"
-            );
-            sqlx::query(&sql).execute(&mut *tx).await.unwrap();
-        }
-        tx.commit().await.unwrap();
+        app.insert_questions(1, (0..100).map(|i| (format!("대량 {batch}-{i}"), "본문")))
+            .await;
     }
     app.wait_indexed().await;
     assert_eq!(app.search("대량", "").await["total"], 10_000);

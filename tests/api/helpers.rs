@@ -428,6 +428,23 @@ impl TestApp {
         sqlx::query(sql).execute(&self.db().pool).await.unwrap();
     }
 
+    /// Inserts questions of `author` with plain SQL, one `INSERT` each, all
+    /// in one transaction, as a batch job would: `(title, content)` pairs.
+    pub async fn insert_questions(
+        &self,
+        author: i64,
+        rows: impl IntoIterator<Item = (String, &str)>,
+    ) {
+        let mut tx = self.db().pool.begin().await.unwrap();
+        for (title, content) in rows {
+            let sql = format!(
+                "INSERT INTO questions (author_id, title, content) VALUES ({author}, '{title}', '{content}')"
+            );
+            sqlx::query(&sql).execute(&mut *tx).await.unwrap();
+        }
+        tx.commit().await.unwrap();
+    }
+
     /// Waits until every outbox row written so far is searchable.
     pub async fn wait_indexed(&self) {
         self.wait_indexed_within(Duration::from_secs(20)).await

@@ -516,14 +516,8 @@ async fn kill_9_during_a_write_burst_loses_nothing(store: Store) {
 async fn a_burst_merges_its_segments_once_it_ends(store: Store) {
     let app = spawn_app_with(store, |a| a.mirror.indexer_batch = 5).await;
     let user = app.create_user("u").await;
-    let mut tx = app.db().pool.begin().await.unwrap();
-    for i in 0..60 {
-        let sql = format!(
-            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '병합 {i}', '본문')"
-        );
-        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
-    }
-    tx.commit().await.unwrap();
+    app.insert_questions(user, (0..60).map(|i| (format!("병합 {i}"), "본문")))
+        .await;
     app.wait_indexed().await;
     assert_eq!(app.search("병합", "").await["total"], 60);
     let segments = || {
@@ -547,26 +541,23 @@ async fn a_burst_merges_its_segments_once_it_ends(store: Store) {
 async fn text_edits_spread_over_two_threads_leave_each_row_as_its_last_edit(store: Store) {
     let app = spawn_app_with(store, |a| a.mirror.indexer_batch = 6).await;
     let user = app.create_user("u").await;
-    let mut tx = app.db().pool.begin().await.unwrap();
-    for i in 0..60 {
-        let sql = format!(
-            "INSERT INTO questions (author_id, title, content) VALUES ({user}, '속도 {i}', '첫본문')"
-        );
-        sqlx::query(&sql).execute(&mut *tx).await.unwrap();
-    }
-    tx.commit().await.unwrap();
+    app.insert_questions(user, (0..60).map(|i| (format!("속도 {i}"), "첫본문")))
+        .await;
     app.wait_indexed().await;
     assert_eq!(app.search("첫본문", "").await["total"], 60);
 
     app.sql("UPDATE questions SET content = '둘본문'").await;
+    app.wait_indexed().await;
+    // One row a round: each waits for the one before, so that no round
+    // holds enough of them to be a burst.
     let ids = app.search_ids("속도", "").await;
     for (_, id) in ids.iter().take(3) {
         app.sql(&format!(
             "UPDATE questions SET content = '셋본문' WHERE id = {id}"
         ))
         .await;
+        app.wait_indexed().await;
     }
-    app.wait_indexed().await;
     assert_eq!(app.search("첫본문", "").await["total"], 0);
     assert_eq!(app.search("둘본문", "").await["total"], 57);
     assert_eq!(app.search("셋본문", "").await["total"], 3);
