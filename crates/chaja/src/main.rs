@@ -8,6 +8,21 @@ use chaja::config::{Cli, Command, DictCommand, LoadtestArgs, StoreArgs};
 use chaja_core::sources::{ConfigFile, Sources};
 use chaja_store::Db;
 
+/// jemalloc, built with transparent huge pages on (`.cargo/config.toml`).
+///
+/// A rebuild waits on tantivy's indexing thread, and that thread spends
+/// most of its time on random reads and writes of its in-memory term
+/// table: hundreds of MB, one insert per gram of every row. On 4 KB pages
+/// many of those miss the TLB too; on 2 MB pages far fewer can.
+/// The system allocator gets no huge pages here (the kernel gives them
+/// only where asked, with `madvise`, as on Debian), and jemalloc alone,
+/// without them, was no faster. With them, 100k rows rebuilt in 0.81×
+/// the time and CPU (BENCHMARKS.md, "huge pages for the indexing
+/// thread"), and never-seen searches ran as before.
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> anyhow::Result<()> {
     // Settings from `./.env`, under any already in the environment; only
     // the working directory's file, never one found in a parent directory.
