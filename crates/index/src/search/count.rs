@@ -16,8 +16,6 @@
 //!   about a nanosecond a posting, where an intersection that seeks from
 //!   match to match costs ten or more. When one term is rare, the
 //!   intersection led by it visits few documents, and is left to do so.
-//! - **A longer keyword** is a phrase of 4-grams, whose matches need their
-//!   positions: see `phrases`, which reads them without a scorer.
 //!
 //! Lucene's `Weight#count` counts a term from its document frequency only
 //! in a segment without deletions, and ANDs dense conjunctions in bitset
@@ -33,9 +31,7 @@ use tantivy::postings::BlockSegmentPostings;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, SegmentReader, Term, TERMINATED};
 
-use super::budget::Budget;
-use super::phrases;
-use super::query::{clause, Clause};
+use super::query::gram_field;
 use super::request::Request;
 use crate::schema::Fields;
 use crate::Result;
@@ -54,11 +50,11 @@ const SEEKS_PER_MATCH: u64 = 16;
 /// term's matches reads less.
 const DENSE_RATIO: u64 = 32;
 
-/// The clauses whose postings' intersection (and, for a phrase, whose
-/// positions) give exactly the request's matches before its time and
-/// source bounds: every keyword with no synonym, no morpheme matching and
-/// no attribute filter.
-pub(super) fn clauses(fields: &Fields, request: &Request) -> Option<Vec<Clause>> {
+/// The terms whose postings' intersection is exactly the request's matches
+/// before its time and source bounds: every keyword of up to four
+/// characters, with no synonym, no morpheme matching and no attribute
+/// filter.
+pub(super) fn terms(fields: &Fields, request: &Request) -> Option<Vec<Term>> {
     if request.keywords.is_empty() || request.morph || !request.filter.attributes.is_empty() {
         return None;
     }
@@ -69,7 +65,8 @@ pub(super) fn clauses(fields: &Fields, request: &Request) -> Option<Vec<Clause>>
             if forms.next().is_some() {
                 return None;
             }
-            Some(clause(fields, keyword))
+            let field = gram_field(fields, keyword)?;
+            Some(Term::from_field_text(field, keyword.as_str()))
         })
         .collect()
 }
@@ -101,34 +98,10 @@ pub(super) fn deleted_docs(cache: &DeletedDocs, segment: &SegmentReader) -> Arc<
     })
 }
 
-/// The alive documents of `range` that match every clause: of terms only,
-/// from the postings without visiting; with a phrase, from postings and
-/// positions (see `phrases`). `None` when the scorer is cheaper (see the
-/// module doc) or the budget ran out. `deleted` is the segment's
-/// [`deleted_docs`].
-pub(super) fn in_range(
-    segment: &SegmentReader,
-    clauses: &[Clause],
-    range: Range<DocId>,
-    deleted: &[DocId],
-    budget: &Budget,
-) -> Result<Option<u64>> {
-    let terms: Option<Vec<Term>> = clauses
-        .iter()
-        .map(|clause| match clause {
-            Clause::Term(term) => Some(term.clone()),
-            Clause::Phrase(_) => None,
-        })
-        .collect();
-    match terms {
-        Some(terms) => of_terms(segment, &terms, range, deleted),
-        None => phrases::count(segment, clauses, range, budget),
-    }
-}
-
 /// The alive documents of `range` that hold every term, from the postings;
 /// `None` when visiting the matches is cheaper (see the module doc).
-fn of_terms(
+/// `deleted` is the segment's [`deleted_docs`].
+pub(super) fn in_range(
     segment: &SegmentReader,
     terms: &[Term],
     range: Range<DocId>,
@@ -348,7 +321,7 @@ mod tests {
                     for cut in [0, 1, len / 7, len / 3, len / 2, len - 1] {
                         for range in [run.start + cut..run.end, run.start..run.end - cut] {
                             let want = visited(segment, std::slice::from_ref(&term), range.clone());
-                            match of_terms(
+                            match in_range(
                                 segment,
                                 std::slice::from_ref(&term),
                                 range.clone(),
@@ -365,7 +338,7 @@ mod tests {
                                 None => assert!(!few, "a few deletions are subtracted"),
                             }
                             let want = visited(segment, &both, range.clone());
-                            let got = of_terms(segment, &both, range.clone(), &gone).unwrap();
+                            let got = in_range(segment, &both, range.clone(), &gone).unwrap();
                             assert_eq!(got, Some(want), "{range:?}: both terms are dense");
                             anded += u64::from(gone.iter().any(|d| range.contains(d)));
                         }
@@ -410,7 +383,7 @@ mod tests {
         let searcher = generation.reader.searcher();
         let term = Term::from_field_text(generation.fields.chars, "없");
         for segment in searcher.segment_readers() {
-            let found = of_terms(
+            let found = in_range(
                 segment,
                 std::slice::from_ref(&term),
                 0..segment.max_doc(),

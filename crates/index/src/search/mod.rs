@@ -17,12 +17,9 @@
 //! - the newest-first top-k of a run is final as soon as a match is older
 //!   than the k-th best; the rest of the run is only counted;
 //! - a one-term keyword's remaining matches are counted from its postings'
-//!   skip list without visiting them (see `count`); a longer keyword's
-//!   from its 4-grams' postings and positions, without a scorer (see
-//!   `phrases`); a query with synonyms, morphemes or attributes visits
-//!   them with its scorer. Either way once per segment: the counts are
-//!   kept per segment (see `Generation::totals`), so later queries only
-//!   find their top-k;
+//!   skip list without visiting them (see `count`); any other query visits
+//!   them, once per segment: the counts are kept per segment (see
+//!   `Generation::totals`), so later queries only find their top-k;
 //! - a source filter reads only that source's run, and a time filter
 //!   (`from`, `to`) only a contiguous range of each run.
 //!
@@ -55,7 +52,6 @@ use crate::{Generation, Result};
 mod budget;
 mod count;
 mod hit;
-mod phrases;
 mod query;
 mod request;
 mod scan;
@@ -204,7 +200,7 @@ fn search_within(
         EnableScoring::disabled_from_searcher(searcher)
     };
     let weight = query.weight(enable)?;
-    let clauses = count::clauses(fields, request);
+    let terms = count::terms(fields, request);
 
     // Segments never change but for deletes, so a segment's total for a
     // query stays true until its delete count moves: a frequent phrase is
@@ -297,7 +293,7 @@ fn search_within(
                 doc_sources: &generation.doc_sources,
                 attr_arrays: &generation.attr_arrays,
                 patches,
-                clauses: clauses.as_deref(),
+                terms: terms.as_deref(),
                 deleted: &generation.deleted,
             };
             scan::scan(&*weight, segment, task, request, work)

@@ -166,41 +166,13 @@ pub(super) fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -
         }
         Some(field) => term_query(field, text, IndexRecordOption::Basic),
         None => {
-            let terms = phrase_terms(fields, text)
+            let terms = fourgram_cover(text)
                 .into_iter()
-                .map(|(offset, term)| (offset as usize, term))
+                .map(|(offset, gram)| (offset, Term::from_field_text(fields.grams4, &gram)))
                 .collect();
             Box::new(PhraseQuery::new_with_offset(terms))
         }
     }
-}
-
-/// A keyword as its postings hold it: what counting reads without a
-/// scorer (see `count` and `phrases`).
-#[derive(Clone, Debug)]
-pub(super) enum Clause {
-    /// A keyword of up to four characters: one term of its gram field.
-    Term(Term),
-    /// A longer keyword: the 4-grams of its cover, each at its character
-    /// offset in the keyword.
-    Phrase(Vec<(u32, Term)>),
-}
-
-/// The clause of a keyword: the same terms its query matches.
-pub(super) fn clause(fields: &Fields, keyword: &Keyword) -> Clause {
-    match gram_field(fields, keyword) {
-        Some(field) => Clause::Term(Term::from_field_text(field, keyword.as_str())),
-        None => Clause::Phrase(phrase_terms(fields, keyword.as_str())),
-    }
-}
-
-/// The 4-grams that pin every character of a keyword of five or more
-/// characters, with their offsets (see `fourgram_cover`).
-fn phrase_terms(fields: &Fields, text: &str) -> Vec<(u32, Term)> {
-    fourgram_cover(text)
-        .into_iter()
-        .map(|(offset, gram)| (offset as u32, Term::from_field_text(fields.grams4, &gram)))
-        .collect()
 }
 
 pub(super) fn term_query(field: Field, text: &str, option: IndexRecordOption) -> Box<dyn Query> {

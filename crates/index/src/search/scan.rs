@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use tantivy::columnar::Column;
 use tantivy::query::Weight;
-use tantivy::{DocAddress, DocId, DocSet, SegmentReader, TERMINATED};
+use tantivy::{DocAddress, DocId, DocSet, SegmentReader, Term, TERMINATED};
 
 use chaja_core::sources::{SourceId, MAX_SOURCES};
 
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
 use super::count::{self, deleted_docs, DeletedDocs};
-use super::query::{Clause, EXACT_TIER};
+use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
 use super::{Partial, SourceCounts};
 use crate::attributes::{AttrRequest, SegmentAttrs};
@@ -89,9 +89,9 @@ pub(super) struct Work<'a> {
     pub(super) doc_sources: &'a DocSources,
     pub(super) attr_arrays: &'a crate::attributes::AttrArrays,
     pub(super) patches: &'a crate::patches::Patches,
-    /// The clauses whose postings give exactly the request's matches,
-    /// when there are such (see `count::clauses`).
-    pub(super) clauses: Option<&'a [Clause]>,
+    /// The terms whose postings' intersection is exactly the request's
+    /// matches, when there are such terms (see `count::terms`).
+    pub(super) terms: Option<&'a [Term]>,
     pub(super) deleted: &'a DeletedDocs,
 }
 
@@ -137,8 +137,8 @@ pub(crate) fn doc_sources(cache: &DocSources, segment: &SegmentReader) -> Result
 /// Scans a task's range of one segment: counts every match and keeps the
 /// best k. With the range's total known, the scan stops as soon as the
 /// top-k is final. Otherwise the matches after that are counted: from the
-/// postings (and a phrase's positions) when the keywords alone decide what
-/// matches (see `count`), else one by one with the scorer.
+/// postings when one term is the whole query (see `count`), else one by
+/// one.
 pub(super) fn scan(
     weight: &dyn Weight,
     segment: &SegmentReader,
@@ -153,7 +153,7 @@ pub(super) fn scan(
         doc_sources: doc_sources_cache,
         attr_arrays,
         patches,
-        clauses,
+        terms,
         deleted,
     } = work;
     let Task {
@@ -283,13 +283,13 @@ pub(super) fn scan(
         }
         doc = scorer.advance();
     }
-    // The remaining matches are counted from the postings (and positions)
-    // when nothing but the range decides what counts.
+    // The remaining matches of keywords that are one term each are counted
+    // from their postings when nothing but the range decides what counts.
     let mut counted = false;
     if counting_only && known_total.is_none() && attrs.is_empty() && doc < range.end {
-        if let Some(clauses) = clauses {
+        if let Some(terms) = terms {
             let gone = deleted_docs(deleted, segment);
-            if let Some(n) = count::in_range(segment, clauses, doc..range.end, &gone, budget)? {
+            if let Some(n) = count::in_range(segment, terms, doc..range.end, &gone)? {
                 counts[range_source] += n;
                 counted = true;
             }
