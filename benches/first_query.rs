@@ -20,7 +20,8 @@
 //!  cargo bench --bench first_query`
 //! (`CHAJA_BENCH_QUERIES`: queries per class, default 200;
 //! `CHAJA_BENCH_LIKE`: `LIKE` samples per class, default 3;
-//! `CHAJA_BENCH_CLASSES`: only the classes whose names contain it.)
+//! `CHAJA_BENCH_CLASSES`: only the classes whose names contain it;
+//! `CHAJA_BENCH_SEED`: a number, for the same queries in every run.)
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -32,8 +33,9 @@ use chaja_index::search::{search, Filter, Request, Sort};
 use chaja_index::SearchIndex;
 use chaja_loadtest::longtail::{Class, Sampler};
 use chaja_store::Db;
+use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use sqlx::Row;
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -97,7 +99,11 @@ async fn main() {
         warmed.bytes >> 20
     );
     let mut sampler = Sampler::new(texts);
-    let mut rng = rand::rng();
+    // `CHAJA_BENCH_SEED`: the same queries in every run, for A/B pairs.
+    let mut rng = match std::env::var("CHAJA_BENCH_SEED") {
+        Ok(seed) => StdRng::seed_from_u64(seed.parse().expect("CHAJA_BENCH_SEED: a number")),
+        Err(_) => StdRng::from_os_rng(),
+    };
 
     // Queries by class, none repeated.
     let mut classes: BTreeMap<&'static str, Vec<(String, Request)>> = BTreeMap::new();
@@ -122,10 +128,9 @@ async fn main() {
     .iter()
     .flat_map(|c| classes.get(c).into_iter().flatten().map(|(q, _)| q.clone()))
     .collect();
-    let two_words = |rng: &mut rand::rngs::ThreadRng| words.choose(rng).cloned();
+    let two_words = |rng: &mut StdRng| words.choose(rng).cloned();
     let mut add =
-        |name: &'static str,
-         make: &mut dyn FnMut(&mut rand::rngs::ThreadRng) -> Option<(String, Request)>| {
+        |name: &'static str, make: &mut dyn FnMut(&mut StdRng) -> Option<(String, Request)>| {
             let mut list = Vec::new();
             for _ in 0..per_class * 4 {
                 if list.len() == per_class {
@@ -155,7 +160,7 @@ async fn main() {
             })
         });
     }
-    let range = |rng: &mut rand::rngs::ThreadRng| {
+    let range = |rng: &mut StdRng| {
         let a = rng.random_range(oldest..=newest);
         let b = rng.random_range(oldest..=newest);
         (a.min(b), a.max(b))
