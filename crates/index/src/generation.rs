@@ -78,6 +78,9 @@ pub struct Generation {
     /// Each segment's deleted documents at its delete count: what counting
     /// a term without visiting its matches subtracts (see `search`).
     pub(crate) deleted: search::DeletedDocs,
+    /// Common terms' documents as bitsets, by segment, for ANDs of short
+    /// keywords (see `search`).
+    pub(crate) term_bits: search::TermBits,
     /// What searches read: the reader's last reload and its patches.
     view: RwLock<Arc<View>>,
     /// What finds each reload's patches from the last one's; held while
@@ -265,6 +268,10 @@ impl Generation {
             deleted: moka::sync::Cache::builder()
                 .weigher(|_, docs: &Arc<[DocId]>| u32::try_from(docs.len()).unwrap_or(u32::MAX))
                 .max_capacity(8 << 20)
+                .build(),
+            term_bits: moka::sync::Cache::builder()
+                .weigher(|_, bits: &Arc<[u64]>| u32::try_from(bits.len() * 8).unwrap_or(u32::MAX))
+                .max_capacity(search::TERM_BITS_BYTES)
                 .build(),
             view: RwLock::new(Arc::new(view)),
             tracker: Mutex::new(tracker),

@@ -14,8 +14,11 @@
 //!   Each term's blocks are decoded into a bitset of the range, the bitsets
 //!   are ANDed and the deleted documents cleared, and the bits counted:
 //!   about a nanosecond a posting, where an intersection that seeks from
-//!   match to match costs ten or more. When one term is rare, the
-//!   intersection led by it visits few documents, and is left to do so.
+//!   match to match costs ten or more. A term's bitset of its whole
+//!   segment is kept (weighed, 128 MiB at most), so the next query that
+//!   holds the term reads a word per 64 documents instead. When one term
+//!   is rare, the intersection led by it visits few documents, and is left
+//!   to do so.
 //!
 //! Lucene's `Weight#count` counts a term from its document frequency only
 //! in a segment without deletions, and ANDs dense conjunctions in bitset
@@ -39,6 +42,15 @@ use crate::Result;
 /// The deleted doc ids of a segment, ascending, by segment and delete
 /// count: a segment's deletions only grow, and each count has one list.
 pub(crate) type DeletedDocs = moka::sync::Cache<(SegmentId, u32), Arc<[DocId]>>;
+
+/// The documents of common terms as bitsets of whole segments, by segment
+/// and term, bounded by their bytes (see [`anded`]).
+pub(crate) type TermBits = moka::sync::Cache<(SegmentId, Term), Arc<[u64]>>;
+
+/// The most bytes of [`TermBits`] a generation keeps: a term of a segment
+/// of a million documents takes 122 KiB, so about a thousand common terms
+/// of a 1M-row index.
+pub(crate) const TERM_BITS_BYTES: u64 = 128 << 20;
 
 /// A deleted document in the range costs a seek, a match a visit: past one
 /// deleted document per this many matches, visiting is cheaper.
@@ -100,12 +112,14 @@ pub(super) fn deleted_docs(cache: &DeletedDocs, segment: &SegmentReader) -> Arc<
 
 /// The alive documents of `range` that hold every term, from the postings;
 /// `None` when visiting the matches is cheaper (see the module doc).
-/// `deleted` is the segment's [`deleted_docs`].
+/// `deleted` is the segment's [`deleted_docs`]; `bits` keeps the bitsets
+/// of terms ANDed.
 pub(super) fn in_range(
     segment: &SegmentReader,
     terms: &[Term],
     range: Range<DocId>,
     deleted: &[DocId],
+    bits: &TermBits,
 ) -> Result<Option<u64>> {
     let first = deleted.partition_point(|&doc| doc < range.start);
     let last = deleted.partition_point(|&doc| doc < range.end);
@@ -122,11 +136,11 @@ pub(super) fn in_range(
         // `rank` only moves forward: the start first.
         let below_start = blocks.rank(range.start);
         let held = u64::from(blocks.rank(range.end) - below_start);
-        postings.push((held, inverted, info));
+        postings.push((held, inverted, info, term));
     }
-    postings.sort_by_key(|(held, _, _)| *held);
-    let [(held, inverted, info)] = postings.as_slice() else {
-        let Some(&(rarest, _, _)) = postings.first() else {
+    postings.sort_by_key(|(held, _, _, _)| *held);
+    let [(held, inverted, info, _)] = postings.as_slice() else {
+        let Some(&(rarest, _, _, _)) = postings.first() else {
             return Ok(None);
         };
         if rarest == 0 {
@@ -135,7 +149,11 @@ pub(super) fn in_range(
         if rarest * DENSE_RATIO < u64::from(range.end - range.start) {
             return Ok(None);
         }
-        return anded(&postings, range, gone).map(Some);
+        let terms: Vec<_> = postings
+            .iter()
+            .map(|(_, inverted, info, term)| (&**inverted, info, *term))
+            .collect();
+        return anded(segment, &terms, range, gone, bits).map(Some);
     };
     if gone.is_empty() {
         return Ok(Some(*held));
@@ -156,30 +174,72 @@ pub(super) fn in_range(
     Ok(Some(alive))
 }
 
-/// The alive documents of `range` in every term's postings, by bitsets of
-/// the range: one bit a document, 8 KB per 65,536 documents.
+/// The alive documents of `range` in every term's postings, by bitsets:
+/// one bit a document, 8 KB per 65,536 documents.
+///
+/// A term's bitset of its whole segment is kept in `bits` (as Lucene's
+/// query cache keeps a segment's bitset of a frequent filter): the common
+/// short keywords that reach here recur in queries that are otherwise
+/// new, and a kept bitset is read a word per 64 documents where its
+/// postings cost a decode and a bit per document. A segment's postings
+/// never change, so neither does its bitset; its deletions are cleared
+/// here, per search.
 fn anded(
-    postings: &[(u64, Arc<InvertedIndexReader>, tantivy::postings::TermInfo)],
+    segment: &SegmentReader,
+    terms: &[(&InvertedIndexReader, &tantivy::postings::TermInfo, &Term)],
     range: Range<DocId>,
     gone: &[DocId],
+    bits: &TermBits,
 ) -> Result<u64> {
-    let words = (range.end - range.start).div_ceil(64) as usize;
-    let mut all = vec![!0u64; words];
-    let mut one = vec![0u64; words];
-    for (_, inverted, info) in postings {
-        let mut blocks =
-            inverted.read_block_postings_from_terminfo(info, IndexRecordOption::Basic)?;
-        one.fill(0);
-        fill(&mut blocks, &range, &mut one);
-        for (a, o) in all.iter_mut().zip(&one) {
-            *a &= o;
+    if range.is_empty() {
+        return Ok(0);
+    }
+    let (first, last) = ((range.start / 64) as usize, range.end.div_ceil(64) as usize);
+    let max_doc = segment.max_doc();
+    // A range of a quarter of its segment or more pays for the whole
+    // segment's bitset; a smaller one (a time window) decodes itself only.
+    let keep = u64::from(range.end - range.start) * 4 >= u64::from(max_doc);
+    let mut all = vec![!0u64; last - first];
+    let mut one = Vec::new();
+    for &(inverted, info, term) in terms {
+        let key = (segment.segment_id(), term.clone());
+        let postings =
+            || inverted.read_block_postings_from_terminfo(info, IndexRecordOption::Basic);
+        let held = match bits.get(&key) {
+            Some(held) => Some(held),
+            None if keep => {
+                // Two searches may both build it: the same bits, twice.
+                let mut whole = vec![0u64; max_doc.div_ceil(64) as usize];
+                fill(&mut postings()?, &(0..max_doc), &mut whole);
+                let whole: Arc<[u64]> = whole.into();
+                bits.insert(key, whole.clone());
+                Some(whole)
+            }
+            None => None,
+        };
+        let words: &[u64] = match &held {
+            Some(held) => &held[first..last],
+            None => {
+                one.clear();
+                one.resize(last - first, 0);
+                let words = first as DocId * 64..(last as DocId * 64).min(max_doc);
+                fill(&mut postings()?, &words, &mut one);
+                &one
+            }
+        };
+        for (a, w) in all.iter_mut().zip(words) {
+            *a &= w;
         }
     }
+    // The range's bits only, then its alive documents.
+    all[0] &= !0u64 << (range.start % 64);
+    if range.end % 64 != 0 {
+        all[last - first - 1] &= (1u64 << (range.end % 64)) - 1;
+    }
     for &doc in gone {
-        let bit = doc - range.start;
+        let bit = doc - first as DocId * 64;
         all[(bit / 64) as usize] &= !(1u64 << (bit % 64));
     }
-    // Bits past the range's end were never set by any term.
     Ok(all.iter().map(|w| u64::from(w.count_ones())).sum())
 }
 
@@ -328,6 +388,7 @@ mod tests {
                                 std::slice::from_ref(&term),
                                 range.clone(),
                                 &gone,
+                                &generation.term_bits,
                             )
                             .unwrap()
                             {
@@ -340,8 +401,20 @@ mod tests {
                                 None => assert!(!few, "a few deletions are subtracted"),
                             }
                             let want = visited(segment, &both, range.clone());
-                            let got = in_range(segment, &both, range.clone(), &gone).unwrap();
+                            let got = in_range(
+                                segment,
+                                &both,
+                                range.clone(),
+                                &gone,
+                                &generation.term_bits,
+                            )
+                            .unwrap();
                             assert_eq!(got, Some(want), "{range:?}: both terms are dense");
+                            // With nothing kept yet: a small range decodes
+                            // itself only.
+                            let fresh = TermBits::new(1);
+                            let got = in_range(segment, &both, range.clone(), &gone, &fresh);
+                            assert_eq!(got.unwrap(), Some(want), "{range:?}: nothing kept");
                             anded += u64::from(gone.iter().any(|d| range.contains(d)));
                         }
                     }
@@ -349,6 +422,11 @@ mod tests {
             }
             assert_eq!(subtracted > 0, few, "deletions subtracted: {subtracted}");
             assert!(anded > 0, "no AND had deletions to clear");
+            // Each segment's two terms were decoded once and kept: the
+            // ranges after the first read their bitsets.
+            generation.term_bits.run_pending_tasks();
+            let segments = searcher.segment_readers().len() as u64;
+            assert_eq!(generation.term_bits.entry_count(), 2 * segments);
         }
     }
 
@@ -390,6 +468,7 @@ mod tests {
                 std::slice::from_ref(&term),
                 0..segment.max_doc(),
                 &[],
+                &generation.term_bits,
             )
             .unwrap();
             assert_eq!(found, Some(0));

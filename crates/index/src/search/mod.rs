@@ -60,7 +60,7 @@ mod scored;
 pub use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
 pub use budget::{Budget, ScanError, StopOnDrop};
 pub use count::counts_without_visiting;
-pub(crate) use count::DeletedDocs;
+pub(crate) use count::{DeletedDocs, TermBits, TERM_BITS_BYTES};
 pub use query::build_query;
 pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort, DEFAULT_FACET_SIZE};
 pub(crate) use scan::doc_sources;
@@ -295,6 +295,7 @@ fn search_within(
                 patches,
                 terms: terms.as_deref(),
                 deleted: &generation.deleted,
+                term_bits: &generation.term_bits,
             };
             scan::scan(&*weight, segment, task, request, work)
         })

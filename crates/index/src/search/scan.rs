@@ -14,7 +14,7 @@ use tantivy::{DocAddress, DocId, DocSet, SegmentReader, Term, TERMINATED};
 use chaja_core::sources::{SourceId, MAX_SOURCES};
 
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
-use super::count::{self, deleted_docs, DeletedDocs};
+use super::count::{self, deleted_docs, DeletedDocs, TermBits};
 use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
 use super::{Partial, SourceCounts};
@@ -93,6 +93,7 @@ pub(super) struct Work<'a> {
     /// matches, when there are such terms (see `count::terms`).
     pub(super) terms: Option<&'a [Term]>,
     pub(super) deleted: &'a DeletedDocs,
+    pub(super) term_bits: &'a TermBits,
 }
 
 /// One range of one segment to scan: part of a run of one source.
@@ -155,6 +156,7 @@ pub(super) fn scan(
         patches,
         terms,
         deleted,
+        term_bits,
     } = work;
     let Task {
         ord,
@@ -289,7 +291,7 @@ pub(super) fn scan(
     if counting_only && known_total.is_none() && attrs.is_empty() && doc < range.end {
         if let Some(terms) = terms {
             let gone = deleted_docs(deleted, segment);
-            if let Some(n) = count::in_range(segment, terms, doc..range.end, &gone)? {
+            if let Some(n) = count::in_range(segment, terms, doc..range.end, &gone, term_bits)? {
                 counts[range_source] += n;
                 counted = true;
             }
