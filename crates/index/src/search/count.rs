@@ -233,7 +233,7 @@ fn anded(
     }
     // The range's bits only, then its alive documents.
     all[0] &= !0u64 << (range.start % 64);
-    if range.end % 64 != 0 {
+    if !range.end.is_multiple_of(64) {
         all[last - first - 1] &= (1u64 << (range.end % 64)) - 1;
     }
     for &doc in gone {
