@@ -60,7 +60,7 @@ const SEEKS_PER_MATCH: u64 = 16;
 /// least one document of this many of the range (tantivy's dense
 /// intersection takes the same ratio); below it, seeking from the rarest
 /// term's matches reads less.
-const DENSE_RATIO: u64 = 32;
+pub(super) const DENSE_RATIO: u64 = 32;
 
 /// The terms whose postings' intersection is exactly the request's matches
 /// before its time and source bounds: every keyword of up to four

@@ -52,6 +52,7 @@ use crate::{Generation, Result};
 mod budget;
 mod count;
 mod hit;
+mod kept;
 mod query;
 mod request;
 mod scan;
@@ -201,6 +202,7 @@ fn search_within(
     };
     let weight = query.weight(enable)?;
     let terms = count::terms(fields, request);
+    let sets = kept::keyword_sets(fields, request, searcher)?;
 
     // Segments never change but for deletes, so a segment's total for a
     // query stays true until its delete count moves: a frequent phrase is
@@ -296,6 +298,7 @@ fn search_within(
                 terms: terms.as_deref(),
                 deleted: &generation.deleted,
                 term_bits: &generation.term_bits,
+                sets: sets.as_deref(),
             };
             scan::scan(&*weight, segment, task, request, work)
         })

@@ -15,6 +15,7 @@ use chaja_core::sources::{SourceId, MAX_SOURCES};
 
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
 use super::count::{self, deleted_docs, DeletedDocs, TermBits};
+use super::kept::{self, KeywordSet};
 use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
 use super::{Partial, SourceCounts};
@@ -94,6 +95,9 @@ pub(super) struct Work<'a> {
     pub(super) terms: Option<&'a [Term]>,
     pub(super) deleted: &'a DeletedDocs,
     pub(super) term_bits: &'a TermBits,
+    /// The keywords as sets, when one is longer than four characters and
+    /// their AND is exactly the request's matches (see `kept`).
+    pub(super) sets: Option<&'a [KeywordSet]>,
 }
 
 /// One range of one segment to scan: part of a run of one source.
@@ -157,6 +161,7 @@ pub(super) fn scan(
         terms,
         deleted,
         term_bits,
+        sets,
     } = work;
     let Task {
         ord,
@@ -292,6 +297,13 @@ pub(super) fn scan(
         if let Some(terms) = terms {
             let gone = deleted_docs(deleted, segment);
             if let Some(n) = count::in_range(segment, terms, doc..range.end, &gone, term_bits)? {
+                counts[range_source] += n;
+                counted = true;
+            }
+        } else if let Some(sets) = sets {
+            let gone = deleted_docs(deleted, segment);
+            let kept = kept::in_range(segment, sets, doc..range.end, &gone, term_bits, budget);
+            if let Some(n) = kept? {
                 counts[range_source] += n;
                 counted = true;
             }

@@ -1,0 +1,324 @@
+//! Counting from kept bitsets: an AND of common keywords, long ones too.
+//!
+//! A keyword of five or more characters is a phrase of 4-grams (see
+//! `query`), and counting its matches checks the positions of every
+//! candidate: at 1M rows that check is most of a never-seen query's time.
+//! The keywords that make it costly are the common ones (`있습니다.` is in
+//! about half the rows), and a common keyword recurs in queries that are
+//! otherwise new. So once a range's top-k is final, each keyword's
+//! documents in the whole segment are found once, by visiting its matches,
+//! and kept as a bitset in the same weighed cache as the terms' bitsets
+//! (see `count::anded`); the next query that holds the keyword counts its
+//! matches in a range from the bitsets of its keywords, ANDed, a word per
+//! 64 documents. Lucene's query cache keeps a frequent clause's bitset per
+//! segment the same way.
+//!
+//! Only a common keyword is kept: one whose rarest 4-gram is in at least
+//! one document in [`DENSE_RATIO`] of the segment. A rarer one has few
+//! candidates, which are cheap to visit, and its bitset would cost as much
+//! memory for little. A segment's documents never change, so neither does
+//! a keyword's bitset; the range's deletions are cleared per search.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use tantivy::query::{EnableScoring, Weight};
+use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN};
+
+use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
+use super::count::{TermBits, DENSE_RATIO};
+use super::query::{gram_field, keyword_query};
+use super::request::Request;
+use crate::schema::Fields;
+use crate::tokenizer::fourgram_cover;
+
+/// A keyword as a set of documents: what finds it, and what keeps it.
+pub(crate) struct KeywordSet {
+    /// Its key among the kept bitsets: its term, for a keyword of up to
+    /// four characters (the key `count::anded` keeps it under); for a
+    /// longer one, its whole text as a term of the 4-gram field, which
+    /// holds no term longer than four characters.
+    key: Term,
+    /// Its matches, unscored.
+    weight: Box<dyn Weight>,
+    /// The terms every match holds: its rarest says whether it is common.
+    cover: Vec<Term>,
+}
+
+/// The request's keywords as sets, when their AND is exactly the request's
+/// matches before its time and source bounds (no synonym, no morpheme
+/// matching, no attribute filter) and one of them is longer than four
+/// characters: an AND of short keywords only is counted by `count`.
+pub(super) fn keyword_sets(
+    fields: &Fields,
+    request: &Request,
+    searcher: &Searcher,
+) -> crate::Result<Option<Vec<KeywordSet>>> {
+    if request.keywords.is_empty()
+        || request.morph
+        || !request.filter.attributes.is_empty()
+        || request.keywords.iter().all(|k| k.char_len() <= 4)
+        || (0..request.keywords.len()).any(|i| request.forms(i).nth(1).is_some())
+    {
+        return Ok(None);
+    }
+    let unscored = EnableScoring::disabled_from_searcher(searcher);
+    let mut sets = Vec::with_capacity(request.keywords.len());
+    for keyword in &request.keywords {
+        let (key, cover) = match gram_field(fields, keyword) {
+            Some(field) => {
+                let term = Term::from_field_text(field, keyword.as_str());
+                (term.clone(), vec![term])
+            }
+            None => (
+                Term::from_field_text(fields.grams4, keyword.as_str()),
+                fourgram_cover(keyword.as_str())
+                    .into_iter()
+                    .map(|(_, gram)| Term::from_field_text(fields.grams4, &gram))
+                    .collect(),
+            ),
+        };
+        let weight = keyword_query(fields, keyword, false).weight(unscored)?;
+        sets.push(KeywordSet { key, weight, cover });
+    }
+    Ok(Some(sets))
+}
+
+/// The alive documents of `range` in every set, from kept bitsets, found
+/// and kept first where a set is common and the range is a quarter of its
+/// segment or more; `None` when a set is not common, or not kept and the
+/// range too small to pay for it: its matches are visited instead.
+/// `deleted` is the segment's deleted documents, ascending.
+pub(super) fn in_range(
+    segment: &SegmentReader,
+    sets: &[KeywordSet],
+    range: Range<DocId>,
+    deleted: &[DocId],
+    bits: &TermBits,
+    budget: &Budget,
+) -> Result<Option<u64>, ScanError> {
+    if range.is_empty() {
+        return Ok(Some(0));
+    }
+    let max_doc = segment.max_doc();
+    let keep = u64::from(range.end - range.start) * 4 >= u64::from(max_doc);
+    let mut kept = Vec::with_capacity(sets.len());
+    let mut missing = Vec::new();
+    for set in sets {
+        match bits.get(&(segment.segment_id(), set.key.clone())) {
+            Some(held) => kept.push(held),
+            None => missing.push(set),
+        }
+    }
+    if !missing.is_empty() && !keep {
+        return Ok(None);
+    }
+    // Every missing set common, before any is visited.
+    for set in &missing {
+        let mut rarest = u32::MAX;
+        for term in &set.cover {
+            let inverted = segment.inverted_index(term.field())?;
+            let info = inverted
+                .get_term_info(term)
+                .map_err(crate::IndexError::from)?;
+            let held = info.map_or(0, |info| info.doc_freq);
+            rarest = rarest.min(held);
+        }
+        if rarest == 0 {
+            return Ok(Some(0));
+        }
+        if u64::from(rarest) * DENSE_RATIO < u64::from(max_doc) {
+            return Ok(None);
+        }
+    }
+    for set in missing {
+        // One search visits, any other that needs the same set of the same
+        // segment meanwhile (a search's other source run, scanned beside
+        // it) waits for its bitset instead of visiting it again.
+        let key = (segment.segment_id(), set.key.clone());
+        let held = match bits.try_get_with(key, || visit(segment, set, budget)) {
+            Ok(held) => held,
+            Err(e) => match &*e {
+                // The search that visited was stopped, not this one.
+                ScanError::Stopped if !budget.exhausted() => visit(segment, set, budget)?,
+                ScanError::Stopped => return Err(ScanError::Stopped),
+                ScanError::Index(e) => {
+                    return Err(ScanError::Index(
+                        std::io::Error::other(e.to_string()).into(),
+                    ))
+                }
+            },
+        };
+        kept.push(held);
+    }
+    let (first, last) = ((range.start / 64) as usize, range.end.div_ceil(64) as usize);
+    let mut all = vec![!0u64; last - first];
+    for held in &kept {
+        for (a, h) in all.iter_mut().zip(&held[first..last]) {
+            *a &= h;
+        }
+    }
+    // The range's bits only, then its alive documents.
+    all[0] &= !0u64 << (range.start % 64);
+    if !range.end.is_multiple_of(64) {
+        all[last - first - 1] &= (1u64 << (range.end % 64)) - 1;
+    }
+    let from = deleted.partition_point(|&doc| doc < range.start);
+    let to = deleted.partition_point(|&doc| doc < range.end);
+    for &doc in &deleted[from..to] {
+        let bit = doc - first as DocId * 64;
+        all[(bit / 64) as usize] &= !(1u64 << (bit % 64));
+    }
+    Ok(Some(all.iter().map(|w| u64::from(w.count_ones())).sum()))
+}
+
+/// Every document of `segment` that `set` matches, deleted ones included,
+/// as a bitset: its matches visited once, the budget checked as a scan
+/// checks it.
+fn visit(
+    segment: &SegmentReader,
+    set: &KeywordSet,
+    budget: &Budget,
+) -> Result<Arc<[u64]>, ScanError> {
+    let mut bits = vec![0u64; segment.max_doc().div_ceil(64) as usize];
+    let mut scorer = set.weight.scorer(segment, 1.0)?;
+    let mut docs = [0 as DocId; COLLECT_BLOCK_BUFFER_LEN];
+    let mut since_look = 0usize;
+    loop {
+        let filled = scorer.fill_buffer(&mut docs);
+        for &doc in &docs[..filled] {
+            bits[(doc / 64) as usize] |= 1u64 << (doc % 64);
+        }
+        if filled < docs.len() {
+            break;
+        }
+        since_look += filled;
+        if since_look >= BUDGET_EVERY_MATCHES as usize {
+            since_look = 0;
+            if budget.exhausted() {
+                return Err(ScanError::Stopped);
+            }
+        }
+    }
+    Ok(bits.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use chaja_core::model::{Doc, Key};
+    use chaja_core::sources::SourceId;
+    use chaja_core::text::{parse_query, row_matches};
+
+    use crate::create_generation;
+    use crate::search::{search, Request};
+
+    const WORDS: [&str; 6] = [
+        "있습니다.",
+        "설정합니다",
+        "서버를",
+        "가나다라마",
+        "배포",
+        "드문말입니다",
+    ];
+
+    /// Every search's totals by source equal the rows', for long keywords
+    /// common enough to be kept, alone and ANDed with short ones, with
+    /// deletions, under a time window (a range too small to keep), and a
+    /// second time from the kept bitsets; the kept bitsets are there.
+    #[test]
+    fn totals_from_kept_bitsets_are_the_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let generation = create_generation(dir.path(), &chaja_core::sources::for_tests()).unwrap();
+        let mut writer = generation.writer_with_threads(32 << 20, 1).unwrap();
+        let mut draws = crate::tests::Draws(0x51_7cc1_b727_220a);
+        let mut docs = Vec::new();
+        for i in 0..3_000i64 {
+            // The common words in about half the rows each; the rare one
+            // in one of 200.
+            let mut words = Vec::new();
+            for word in &WORDS[..5] {
+                if draws.below(2) == 0 {
+                    words.push(*word);
+                }
+            }
+            if draws.below(200) == 0 {
+                words.push(WORDS[5]);
+            }
+            words.push("끝");
+            let doc = Doc {
+                source: SourceId::from_index((i % 2) as usize),
+                key: Key::Int(i),
+                title: None,
+                body: vec![words.join(" ")],
+                created_at: i * 7 % 1_000,
+                attributes: Vec::new(),
+            };
+            writer.upsert(&doc).unwrap();
+            docs.push(doc);
+            if i % 700 == 699 {
+                writer.commit(i).unwrap();
+            }
+        }
+        writer.commit(3_000).unwrap();
+        let deleted = |i: i64| i % 11 == 4;
+        for doc in docs.iter().filter(|d| deleted(key(d))) {
+            writer.delete(doc.source, &doc.key.text());
+        }
+        writer.commit(3_001).unwrap();
+        generation.reload().unwrap();
+        assert!(generation.view().searcher.segment_readers().len() > 2);
+
+        for round in 0..2 {
+            for q in [
+                "있습니다.",
+                "설정합니다 서버를",
+                "있습니다. 배포",
+                "가나다라마 설정합니다 있습니다.",
+                "드문말입니다",
+                "있습니다. 드문말입니다",
+            ] {
+                for window in [None, Some((200, 300))] {
+                    let keywords = parse_query(q);
+                    let mut want = [0u64; 2];
+                    for doc in &docs {
+                        let in_window =
+                            window.is_none_or(|(from, to)| (from..=to).contains(&doc.created_at));
+                        if !deleted(key(doc))
+                            && in_window
+                            && row_matches(&keywords, "", &doc.body[0])
+                        {
+                            want[doc.source.index()] += 1;
+                        }
+                    }
+                    let mut request = Request::newest_first(keywords, 3);
+                    if let Some((from, to)) = window {
+                        request.filter.from = Some(from);
+                        request.filter.to = Some(to);
+                    }
+                    let found = search(&generation, &request).unwrap();
+                    let what = format!("{q} {window:?}, round {round}");
+                    assert_eq!(&found.by_source[..2], &want[..], "{what}");
+                    assert_eq!(found.total, want[0] + want[1], "{what}");
+                }
+            }
+        }
+        // The long common keywords were kept, in every segment; the rare
+        // one was not.
+        generation.term_bits.run_pending_tasks();
+        let segments = generation.view().searcher.segment_readers().len() as u64;
+        assert!(generation.term_bits.entry_count() >= 4 * segments);
+        let rare = tantivy::Term::from_field_text(generation.fields.grams4, "드문말입니다");
+        for segment in generation.view().searcher.segment_readers() {
+            assert!(!generation
+                .term_bits
+                .contains_key(&(segment.segment_id(), rare.clone())));
+        }
+    }
+
+    fn key(doc: &Doc) -> i64 {
+        match doc.key {
+            Key::Int(i) => i,
+            Key::Str(_) => unreachable!(),
+        }
+    }
+}
