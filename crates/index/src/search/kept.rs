@@ -20,6 +20,7 @@
 //! a keyword's bitset; the range's deletions are cleared per search.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tantivy::query::{EnableScoring, Weight};
@@ -88,7 +89,8 @@ pub(super) fn keyword_sets(
 /// and kept first where a set is common and the range is a quarter of its
 /// segment or more; `None` when a set is not common, or not kept and the
 /// range too small to pay for it: its matches are visited instead.
-/// `deleted` is the segment's deleted documents, ascending.
+/// `deleted` is the segment's deleted documents, ascending; the matches
+/// visited are added to `scanned`, as a scan adds its own.
 pub(super) fn in_range(
     segment: &SegmentReader,
     sets: &[KeywordSet],
@@ -96,6 +98,7 @@ pub(super) fn in_range(
     deleted: &[DocId],
     bits: &TermBits,
     budget: &Budget,
+    scanned: &AtomicU64,
 ) -> Result<Option<u64>, ScanError> {
     if range.is_empty() {
         return Ok(Some(0));
@@ -136,11 +139,11 @@ pub(super) fn in_range(
         // segment meanwhile (a search's other source run, scanned beside
         // it) waits for its bitset instead of visiting it again.
         let key = (segment.segment_id(), set.key.clone());
-        let held = match bits.try_get_with(key, || visit(segment, set, budget)) {
+        let held = match bits.try_get_with(key, || visit(segment, set, budget, scanned)) {
             Ok(held) => held,
             Err(e) => match &*e {
                 // The search that visited was stopped, not this one.
-                ScanError::Stopped if !budget.exhausted() => visit(segment, set, budget)?,
+                ScanError::Stopped if !budget.exhausted() => visit(segment, set, budget, scanned)?,
                 ScanError::Stopped => return Err(ScanError::Stopped),
                 ScanError::Index(e) => {
                     return Err(ScanError::Index(
@@ -173,12 +176,13 @@ pub(super) fn in_range(
 }
 
 /// Every document of `segment` that `set` matches, deleted ones included,
-/// as a bitset: its matches visited once, the budget checked as a scan
-/// checks it.
+/// as a bitset: its matches visited once, counted in `scanned`, the budget
+/// checked as a scan checks it.
 fn visit(
     segment: &SegmentReader,
     set: &KeywordSet,
     budget: &Budget,
+    scanned: &AtomicU64,
 ) -> Result<Arc<[u64]>, ScanError> {
     let mut bits = vec![0u64; segment.max_doc().div_ceil(64) as usize];
     let mut scorer = set.weight.scorer(segment, 1.0)?;
@@ -189,6 +193,7 @@ fn visit(
         for &doc in &docs[..filled] {
             bits[(doc / 64) as usize] |= 1u64 << (doc % 64);
         }
+        scanned.fetch_add(filled as u64, Ordering::Relaxed);
         if filled < docs.len() {
             break;
         }

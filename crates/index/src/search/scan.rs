@@ -302,7 +302,16 @@ pub(super) fn scan(
             }
         } else if let Some(sets) = sets {
             let gone = deleted_docs(deleted, segment);
-            let kept = kept::in_range(segment, sets, doc..range.end, &gone, term_bits, budget);
+            let range = doc..range.end;
+            let kept = kept::in_range(
+                segment,
+                sets,
+                range,
+                &gone,
+                term_bits,
+                budget,
+                scanned_counter,
+            );
             if let Some(n) = kept? {
                 counts[range_source] += n;
                 counted = true;
