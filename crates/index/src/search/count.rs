@@ -67,20 +67,29 @@ pub(super) const DENSE_RATIO: u64 = 32;
 /// characters, with no synonym, no morpheme matching and no attribute
 /// filter.
 pub(super) fn terms(fields: &Fields, request: &Request) -> Option<Vec<Term>> {
-    if request.keywords.is_empty() || request.morph || !request.filter.attributes.is_empty() {
+    if !plain_and(request) {
         return None;
     }
-    (0..request.keywords.len())
-        .map(|i| {
-            let mut forms = request.forms(i);
-            let keyword = forms.next()?;
-            if forms.next().is_some() {
-                return None;
-            }
-            let field = gram_field(fields, keyword)?;
-            Some(Term::from_field_text(field, keyword.as_str()))
+    request
+        .keywords
+        .iter()
+        .map(|keyword| {
+            Some(Term::from_field_text(
+                gram_field(fields, keyword)?,
+                keyword.as_str(),
+            ))
         })
         .collect()
+}
+
+/// Whether the AND of the request's keywords, as typed, is exactly its
+/// matches before its time and source bounds: some keyword, none with a
+/// synonym, no morpheme matching and no attribute filter.
+pub(super) fn plain_and(request: &Request) -> bool {
+    !request.keywords.is_empty()
+        && !request.morph
+        && request.filter.attributes.is_empty()
+        && (0..request.keywords.len()).all(|i| request.forms(i).nth(1).is_none())
 }
 
 /// Whether a newest-first request's totals, in any time window, are
@@ -231,16 +240,25 @@ fn anded(
             *a &= w;
         }
     }
-    // The range's bits only, then its alive documents.
+    Ok(alive_in(all, &range, gone))
+}
+
+/// The documents of non-empty `range` whose bits are set in `all`, less
+/// those in `gone` (deleted, within the range): `all` holds the words from
+/// the one of the range's first document to the one of its last, the
+/// sets' bitsets ANDed, so bits outside the range are masked first.
+pub(super) fn alive_in(mut all: Vec<u64>, range: &Range<DocId>, gone: &[DocId]) -> u64 {
+    let first = range.start / 64 * 64;
+    let last = all.len() - 1;
     all[0] &= !0u64 << (range.start % 64);
     if !range.end.is_multiple_of(64) {
-        all[last - first - 1] &= (1u64 << (range.end % 64)) - 1;
+        all[last] &= (1u64 << (range.end % 64)) - 1;
     }
     for &doc in gone {
-        let bit = doc - first as DocId * 64;
+        let bit = doc - first;
         all[(bit / 64) as usize] &= !(1u64 << (bit % 64));
     }
-    Ok(all.iter().map(|w| u64::from(w.count_ones())).sum())
+    all.iter().map(|w| u64::from(w.count_ones())).sum()
 }
 
 /// Sets the bit of each of the postings' documents within `range`, in

@@ -27,7 +27,7 @@ use tantivy::query::{EnableScoring, Weight};
 use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN};
 
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
-use super::count::{TermBits, DENSE_RATIO};
+use super::count::{alive_in, plain_and, TermBits, DENSE_RATIO};
 use super::query::{gram_field, keyword_query};
 use super::request::Request;
 use crate::schema::Fields;
@@ -55,12 +55,7 @@ pub(super) fn keyword_sets(
     request: &Request,
     searcher: &Searcher,
 ) -> crate::Result<Option<Vec<KeywordSet>>> {
-    if request.keywords.is_empty()
-        || request.morph
-        || !request.filter.attributes.is_empty()
-        || request.keywords.iter().all(|k| k.char_len() <= 4)
-        || (0..request.keywords.len()).any(|i| request.forms(i).nth(1).is_some())
-    {
+    if !plain_and(request) || request.keywords.iter().all(|k| k.char_len() <= 4) {
         return Ok(None);
     }
     let unscored = EnableScoring::disabled_from_searcher(searcher);
@@ -161,18 +156,9 @@ pub(super) fn in_range(
             *a &= h;
         }
     }
-    // The range's bits only, then its alive documents.
-    all[0] &= !0u64 << (range.start % 64);
-    if !range.end.is_multiple_of(64) {
-        all[last - first - 1] &= (1u64 << (range.end % 64)) - 1;
-    }
     let from = deleted.partition_point(|&doc| doc < range.start);
     let to = deleted.partition_point(|&doc| doc < range.end);
-    for &doc in &deleted[from..to] {
-        let bit = doc - first as DocId * 64;
-        all[(bit / 64) as usize] &= !(1u64 << (bit % 64));
-    }
-    Ok(Some(all.iter().map(|w| u64::from(w.count_ones())).sum()))
+    Ok(Some(alive_in(all, &range, &deleted[from..to])))
 }
 
 /// Every document of `segment` that `set` matches, deleted ones included,
