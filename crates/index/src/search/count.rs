@@ -43,9 +43,16 @@ use crate::Result;
 /// count: a segment's deletions only grow, and each count has one list.
 pub(crate) type DeletedDocs = moka::sync::Cache<(SegmentId, u32), Arc<[DocId]>>;
 
-/// The documents of common terms as bitsets of whole segments, by segment
-/// and term, bounded by their bytes (see [`anded`]).
-pub(crate) type TermBits = moka::sync::Cache<(SegmentId, Term), Arc<[u64]>>;
+/// The documents of common terms and keywords as bitsets, bounded by their
+/// bytes: by segment, the documents the bitset covers, and the term (see
+/// [`anded`] and `kept`). A bitset's first word is the one of its first
+/// document: a term's covers its whole segment, a long keyword's one run
+/// of a source (see `order`), so that a segment's runs are found in
+/// parallel.
+pub(crate) type TermBits = moka::sync::Cache<BitsKey, Arc<[u64]>>;
+
+/// A kept bitset's key: its segment, the documents it covers, its term.
+pub(crate) type BitsKey = (SegmentId, Range<DocId>, Term);
 
 /// The most bytes of [`TermBits`] a generation keeps: a term of a segment
 /// of a million documents takes 122 KiB, so about a thousand common terms
@@ -211,7 +218,7 @@ fn anded(
     let mut all = vec![!0u64; last - first];
     let mut one = Vec::new();
     for &(inverted, info, term) in terms {
-        let key = (segment.segment_id(), term.clone());
+        let key = (segment.segment_id(), 0..max_doc, term.clone());
         let postings =
             || inverted.read_block_postings_from_terminfo(info, IndexRecordOption::Basic);
         let held = match bits.get(&key) {

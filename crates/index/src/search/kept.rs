@@ -32,6 +32,7 @@ use super::query::{gram_field, keyword_query};
 use super::request::Request;
 use crate::schema::Fields;
 use crate::tokenizer::fourgram_cover;
+use chaja_core::text::Keyword;
 
 /// A keyword as a set of documents: what finds it, and what keeps it.
 pub(crate) struct KeywordSet {
@@ -44,6 +45,12 @@ pub(crate) struct KeywordSet {
     weight: Box<dyn Weight>,
     /// The terms every match holds: its rarest says whether it is common.
     cover: Vec<Term>,
+}
+
+/// A keyword of five or more characters' key among the kept bitsets: its
+/// whole text as a term of the 4-gram field, which holds no longer term.
+pub(super) fn long_key(fields: &Fields, keyword: &Keyword) -> Term {
+    Term::from_field_text(fields.grams4, keyword.as_str())
 }
 
 /// The request's keywords as sets, when their AND is exactly the request's
@@ -67,7 +74,7 @@ pub(super) fn keyword_sets(
                 (term.clone(), vec![term])
             }
             None => (
-                Term::from_field_text(fields.grams4, keyword.as_str()),
+                long_key(fields, keyword),
                 fourgram_cover(keyword.as_str())
                     .into_iter()
                     .map(|(_, gram)| Term::from_field_text(fields.grams4, &gram))
@@ -82,28 +89,41 @@ pub(super) fn keyword_sets(
 
 /// The alive documents of `range` in every set, from kept bitsets, found
 /// and kept first where a set is common and the range is a quarter of its
-/// segment or more; `None` when a set is not common, or not kept and the
-/// range too small to pay for it: its matches are visited instead.
-/// `deleted` is the segment's deleted documents, ascending; the matches
-/// visited are added to `scanned`, as a scan adds its own.
+/// run or more; `None` when a set is not common, or not kept and the range
+/// too small to pay for it: its matches are visited instead. `run` is the
+/// run of one source (see `order`) that holds `range`: a long keyword is
+/// kept per run, so that a segment's runs, scanned in parallel, are found
+/// in parallel, and a source filter finds only its own. `deleted` is the
+/// segment's deleted documents, ascending; the matches visited are added
+/// to `scanned`, as a scan adds its own.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn in_range(
     segment: &SegmentReader,
     sets: &[KeywordSet],
+    run: Range<DocId>,
     range: Range<DocId>,
     deleted: &[DocId],
     bits: &TermBits,
     budget: &Budget,
     scanned: &AtomicU64,
 ) -> Result<Option<u64>, ScanError> {
+    debug_assert!(range.is_empty() || run.start <= range.start && range.end <= run.end);
     if range.is_empty() {
         return Ok(Some(0));
     }
     let max_doc = segment.max_doc();
-    let keep = u64::from(range.end - range.start) * 4 >= u64::from(max_doc);
+    let keep = u64::from(range.end - range.start) * 4 >= u64::from(run.end - run.start);
+    let id = segment.segment_id();
+    // Each set's bitset and the document of its first word: its run's, or
+    // its whole segment's (a short keyword's, kept by `count::anded`).
     let mut kept = Vec::with_capacity(sets.len());
     let mut missing = Vec::new();
     for set in sets {
-        match bits.get(&(segment.segment_id(), set.key.clone())) {
+        let of_run = bits.get(&(id, run.clone(), set.key.clone()));
+        match of_run.map(|held| (run.start, held)).or_else(|| {
+            let whole = bits.get(&(id, 0..max_doc, set.key.clone()));
+            whole.map(|held| (0, held))
+        }) {
             Some(held) => kept.push(held),
             None => missing.push(set),
         }
@@ -131,14 +151,16 @@ pub(super) fn in_range(
     }
     for set in missing {
         // One search visits, any other that needs the same set of the same
-        // segment meanwhile (a search's other source run, scanned beside
-        // it) waits for its bitset instead of visiting it again.
-        let key = (segment.segment_id(), set.key.clone());
-        let held = match bits.try_get_with(key, || visit(segment, set, budget, scanned)) {
+        // run meanwhile waits for its bitset instead of visiting it again.
+        let key = (id, run.clone(), set.key.clone());
+        let find = || visit(segment, set, &run, budget, scanned);
+        let held = match bits.try_get_with(key, find) {
             Ok(held) => held,
             Err(e) => match &*e {
                 // The search that visited was stopped, not this one.
-                ScanError::Stopped if !budget.exhausted() => visit(segment, set, budget, scanned)?,
+                ScanError::Stopped if !budget.exhausted() => {
+                    visit(segment, set, &run, budget, scanned)?
+                }
                 ScanError::Stopped => return Err(ScanError::Stopped),
                 ScanError::Index(e) => {
                     return Err(ScanError::Index(
@@ -147,12 +169,13 @@ pub(super) fn in_range(
                 }
             },
         };
-        kept.push(held);
+        kept.push((run.start, held));
     }
     let (first, last) = ((range.start / 64) as usize, range.end.div_ceil(64) as usize);
     let mut all = vec![!0u64; last - first];
-    for held in &kept {
-        for (a, h) in all.iter_mut().zip(&held[first..last]) {
+    for (start, held) in &kept {
+        let from = first - (start / 64) as usize;
+        for (a, h) in all.iter_mut().zip(&held[from..from + (last - first)]) {
             *a &= h;
         }
     }
@@ -161,29 +184,38 @@ pub(super) fn in_range(
     Ok(Some(alive_in(all, &range, &deleted[from..to])))
 }
 
-/// Every document of `segment` that `set` matches, deleted ones included,
-/// as a bitset: its matches visited once, counted in `scanned`, the budget
-/// checked as a scan checks it.
+/// Every document of `run` that `set` matches, deleted ones included, as a
+/// bitset whose first word is the one of the run's first document: its
+/// matches visited once, counted in `scanned`, the budget checked as a scan
+/// checks it.
 fn visit(
     segment: &SegmentReader,
     set: &KeywordSet,
+    run: &Range<DocId>,
     budget: &Budget,
     scanned: &AtomicU64,
 ) -> Result<Arc<[u64]>, ScanError> {
-    let mut bits = vec![0u64; segment.max_doc().div_ceil(64) as usize];
+    let base = run.start / 64 * 64;
+    let mut bits = vec![0u64; (run.end.div_ceil(64) - run.start / 64) as usize];
     let mut scorer = set.weight.scorer(segment, 1.0)?;
+    if scorer.doc() < run.start {
+        scorer.seek(run.start);
+    }
     let mut docs = [0 as DocId; COLLECT_BLOCK_BUFFER_LEN];
     let mut since_look = 0usize;
-    loop {
+    while scorer.doc() < run.end {
         let filled = scorer.fill_buffer(&mut docs);
-        for &doc in &docs[..filled] {
-            bits[(doc / 64) as usize] |= 1u64 << (doc % 64);
+        // Sorted, so the ones in the run come first.
+        let n = docs[..filled].partition_point(|&doc| doc < run.end);
+        for &doc in &docs[..n] {
+            let bit = doc - base;
+            bits[(bit / 64) as usize] |= 1u64 << (bit % 64);
         }
-        scanned.fetch_add(filled as u64, Ordering::Relaxed);
-        if filled < docs.len() {
+        scanned.fetch_add(n as u64, Ordering::Relaxed);
+        if n < docs.len() {
             break;
         }
-        since_look += filled;
+        since_look += n;
         if since_look >= BUDGET_EVERY_MATCHES as usize {
             since_look = 0;
             if budget.exhausted() {
@@ -201,7 +233,7 @@ mod tests {
     use chaja_core::text::{parse_query, row_matches};
 
     use crate::create_generation;
-    use crate::search::{search, Request};
+    use crate::search::{search, Request, Sort};
 
     const WORDS: [&str; 6] = [
         "있습니다.",
@@ -218,6 +250,120 @@ mod tests {
     /// second time from the kept bitsets; the kept bitsets are there.
     #[test]
     fn totals_from_kept_bitsets_are_the_rows() {
+        let (_dir, generation, docs) = index();
+        for round in 0..2 {
+            for q in [
+                "있습니다.",
+                "설정합니다 서버를",
+                "있습니다. 배포",
+                "가나다라마 설정합니다 있습니다.",
+                "드문말입니다",
+                "있습니다. 드문말입니다",
+            ] {
+                // The second source alone first: its runs are kept
+                // before the first source's.
+                for only in [Some(SourceId::from_index(1)), None] {
+                    for window in [None, Some((200, 300))] {
+                        let keywords = parse_query(q);
+                        let mut want = [0u64; 2];
+                        for doc in &docs {
+                            let in_window = window
+                                .is_none_or(|(from, to)| (from..=to).contains(&doc.created_at));
+                            if !deleted(key(doc))
+                                && in_window
+                                && only.is_none_or(|s| s == doc.source)
+                                && row_matches(&keywords, "", &doc.body[0])
+                            {
+                                want[doc.source.index()] += 1;
+                            }
+                        }
+                        let mut request = Request::newest_first(keywords, 3);
+                        if let Some((from, to)) = window {
+                            request.filter.from = Some(from);
+                            request.filter.to = Some(to);
+                        }
+                        request.filter.source = only;
+                        let found = search(&generation, &request).unwrap();
+                        let what = format!("{q} {window:?} {only:?}, round {round}");
+                        assert_eq!(&found.by_source[..2], &want[..], "{what}");
+                        assert_eq!(found.total, want[0] + want[1], "{what}");
+                    }
+                }
+            }
+        }
+        // The long common keywords were kept, in every run of every
+        // segment; the rare one was not.
+        generation.term_bits.run_pending_tasks();
+        let segments = generation.view().searcher.segment_readers().len() as u64;
+        assert!(generation.term_bits.entry_count() >= 4 * 2 * segments);
+        let rare = tantivy::Term::from_field_text(generation.fields.grams4, "드문말입니다");
+        assert!(generation.term_bits.iter().all(|(key, _)| key.2 != rare));
+    }
+
+    /// A long keyword read from its kept bitsets (see `kept_docs`) answers
+    /// as its phrase did: relevance and `match=morph` searches, which keep
+    /// nothing, give the same hits and totals before and after
+    /// newest-first searches kept their keywords, with their totals
+    /// counted again; a relevance total is the rows'.
+    #[test]
+    fn searches_over_kept_bitsets_answer_as_the_phrases() {
+        let (_dir, generation, docs) = index();
+        let queries = [
+            "있습니다.",
+            "설정합니다 서버를",
+            "가나다라마 설정합니다 있습니다.",
+            "있습니다. 드문말입니다",
+        ];
+        let answers = || -> Vec<(Request, crate::search::Response)> {
+            let mut answers = Vec::new();
+            for q in queries {
+                let mut relevance = Request::newest_first(parse_query(q), 5);
+                relevance.sort = Sort::Relevance;
+                let mut morph = Request::newest_first(parse_query(q), 5);
+                morph.morph = true;
+                let mut both = relevance.clone();
+                both.morph = true;
+                for request in [relevance, morph, both] {
+                    let found = search(&generation, &request).unwrap();
+                    answers.push((request, found));
+                }
+            }
+            answers
+        };
+        let before = answers();
+        generation.term_bits.run_pending_tasks();
+        assert_eq!(generation.term_bits.entry_count(), 0, "nothing kept yet");
+        // Relevance counted the same sets: counted again, they are kept.
+        generation.totals.invalidate_all();
+        for q in queries {
+            search(&generation, &Request::newest_first(parse_query(q), 3)).unwrap();
+        }
+        generation.term_bits.run_pending_tasks();
+        let long = |text: &str| tantivy::Term::from_field_text(generation.fields.grams4, text);
+        for text in ["있습니다.", "설정합니다", "가나다라마"] {
+            assert!(generation
+                .term_bits
+                .iter()
+                .any(|(key, _)| key.2 == long(text)));
+        }
+        generation.totals.invalidate_all();
+        let after = answers();
+        for ((request, found), (_, was)) in after.iter().zip(&before) {
+            assert_eq!(found, was, "{request:?}");
+            if !request.morph {
+                let want = docs
+                    .iter()
+                    .filter(|d| !deleted(key(d)) && row_matches(&request.keywords, "", &d.body[0]))
+                    .count() as u64;
+                assert_eq!(found.total, want, "{request:?}");
+            }
+        }
+    }
+
+    /// 3,000 rows of two sources in 5 segments, the common words in about
+    /// half the rows each and the rare one in one of 200; the rows that
+    /// [`deleted`] names are deleted.
+    fn index() -> (tempfile::TempDir, crate::Generation, Vec<Doc>) {
         let dir = tempfile::tempdir().unwrap();
         let generation = create_generation(dir.path(), &chaja_core::sources::for_tests()).unwrap();
         let mut writer = generation.writer_with_threads(32 << 20, 1).unwrap();
@@ -251,7 +397,6 @@ mod tests {
             }
         }
         writer.commit(3_000).unwrap();
-        let deleted = |i: i64| i % 11 == 4;
         for doc in docs.iter().filter(|d| deleted(key(d))) {
             writer.delete(doc.source, &doc.key.text());
         }
@@ -259,51 +404,11 @@ mod tests {
         generation.reload().unwrap();
         assert!(generation.view().searcher.segment_readers().len() > 2);
 
-        for round in 0..2 {
-            for q in [
-                "있습니다.",
-                "설정합니다 서버를",
-                "있습니다. 배포",
-                "가나다라마 설정합니다 있습니다.",
-                "드문말입니다",
-                "있습니다. 드문말입니다",
-            ] {
-                for window in [None, Some((200, 300))] {
-                    let keywords = parse_query(q);
-                    let mut want = [0u64; 2];
-                    for doc in &docs {
-                        let in_window =
-                            window.is_none_or(|(from, to)| (from..=to).contains(&doc.created_at));
-                        if !deleted(key(doc))
-                            && in_window
-                            && row_matches(&keywords, "", &doc.body[0])
-                        {
-                            want[doc.source.index()] += 1;
-                        }
-                    }
-                    let mut request = Request::newest_first(keywords, 3);
-                    if let Some((from, to)) = window {
-                        request.filter.from = Some(from);
-                        request.filter.to = Some(to);
-                    }
-                    let found = search(&generation, &request).unwrap();
-                    let what = format!("{q} {window:?}, round {round}");
-                    assert_eq!(&found.by_source[..2], &want[..], "{what}");
-                    assert_eq!(found.total, want[0] + want[1], "{what}");
-                }
-            }
-        }
-        // The long common keywords were kept, in every segment; the rare
-        // one was not.
-        generation.term_bits.run_pending_tasks();
-        let segments = generation.view().searcher.segment_readers().len() as u64;
-        assert!(generation.term_bits.entry_count() >= 4 * segments);
-        let rare = tantivy::Term::from_field_text(generation.fields.grams4, "드문말입니다");
-        for segment in generation.view().searcher.segment_readers() {
-            assert!(!generation
-                .term_bits
-                .contains_key(&(segment.segment_id(), rare.clone())));
-        }
+        (dir, generation, docs)
+    }
+
+    fn deleted(i: i64) -> bool {
+        i % 11 == 4
     }
 
     fn key(doc: &Doc) -> i64 {

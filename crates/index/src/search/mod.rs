@@ -53,6 +53,7 @@ mod budget;
 mod count;
 mod hit;
 mod kept;
+mod kept_docs;
 mod query;
 mod request;
 mod scan;
@@ -62,11 +63,12 @@ pub use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
 pub use budget::{Budget, ScanError, StopOnDrop};
 pub use count::counts_without_visiting;
 pub(crate) use count::{DeletedDocs, TermBits, TERM_BITS_BYTES};
-pub use query::build_query;
 pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort, DEFAULT_FACET_SIZE};
 pub(crate) use scan::doc_sources;
 
 use hit::load_hit;
+use kept_docs::Kept;
+use query::build_query;
 use request::totals_key;
 use scan::{time_window, windows, Task, Work};
 
@@ -194,7 +196,18 @@ fn search_within(
     let patches = &view.patches;
     let fields = &generation.fields;
     let scoring = request.sort == Sort::Relevance;
-    let query = build_query(fields, request, scoring, patches);
+    // Long keywords read from their kept bitsets where they are kept.
+    let runs = searcher
+        .segment_readers()
+        .iter()
+        .zip(view.columns.iter())
+        .map(|(segment, columns)| {
+            let runs = columns.runs.iter().map(|(_, run)| run.clone()).collect();
+            (segment.segment_id(), runs)
+        })
+        .collect();
+    let kept = Kept::new(&generation.term_bits, runs);
+    let query = build_query(fields, request, scoring, patches, Some(&kept));
     let enable = if scoring {
         EnableScoring::enabled_from_searcher(searcher)
     } else {

@@ -11,6 +11,8 @@ use chaja_core::text::Keyword;
 
 use std::sync::Arc;
 
+use super::kept::long_key;
+use super::kept_docs::{Kept, KeptKeyword};
 use super::request::Request;
 use super::scored::ScoredByTerms;
 use crate::morph;
@@ -28,12 +30,14 @@ pub(super) const EXACT_TIER: f32 = 10_000.0;
 
 /// The query of a request: the substring set (or, with `match=morph`, the
 /// substring set plus morpheme matches), scored for relevance when asked.
-/// `patches` are the attribute patches of the searcher it runs on.
-pub fn build_query(
+/// `patches` are the attribute patches of the searcher it runs on; `kept`,
+/// when given, where its long keywords' kept bitsets are (see `kept_docs`).
+pub(crate) fn build_query(
     fields: &Fields,
     request: &Request,
     scoring: bool,
     patches: &Arc<Patches>,
+    kept: Option<&Kept>,
 ) -> Box<dyn Query> {
     // Only relevance and morpheme matching look at morphemes: a newest-first
     // substring search skips the dictionary lookup.
@@ -49,9 +53,9 @@ pub fn build_query(
     morphemes.sort_unstable();
     morphemes.dedup();
     let text: Box<dyn Query> = if morphemes.is_empty() {
-        substring_query(fields, request, scoring)
+        substring_query(fields, request, scoring, kept)
     } else if request.morph {
-        let exact = substring_query(fields, request, false);
+        let exact = substring_query(fields, request, false, kept);
         Box::new(BooleanQuery::new(vec![
             (
                 Occur::Should,
@@ -61,10 +65,10 @@ pub fn build_query(
         ]))
     } else if scoring {
         // The set is the substring set; morphemes only score it.
-        let exact = substring_query(fields, request, false);
+        let exact = substring_query(fields, request, false, kept);
         Box::new(ScoredByTerms::new(exact, morph_terms(fields, &morphemes)))
     } else {
-        substring_query(fields, request, false)
+        substring_query(fields, request, false, kept)
     };
     let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text)];
     for (name, value) in &request.filter.attributes {
@@ -89,13 +93,28 @@ pub fn build_query(
 }
 
 /// The rows whose normalized title or content contains every keyword (or,
-/// for a keyword with synonyms, any of its forms).
-pub(super) fn substring_query(fields: &Fields, request: &Request, scoring: bool) -> Box<dyn Query> {
+/// for a keyword with synonyms, any of its forms); unscored, a long one is
+/// read from its kept bitsets where `kept` has them.
+pub(super) fn substring_query(
+    fields: &Fields,
+    request: &Request,
+    scoring: bool,
+    kept: Option<&Kept>,
+) -> Box<dyn Query> {
     let mut must: Vec<(Occur, Box<dyn Query>)> = (0..request.keywords.len())
         .map(|i| {
             let mut forms: Vec<(Occur, Box<dyn Query>)> = request
                 .forms(i)
-                .map(|k| (Occur::Should, keyword_query(fields, k, scoring)))
+                .map(|k| {
+                    let query = keyword_query(fields, k, scoring);
+                    let query: Box<dyn Query> = match kept {
+                        Some(kept) if !scoring && gram_field(fields, k).is_none() => {
+                            Box::new(KeptKeyword::new(query, long_key(fields, k), kept.clone()))
+                        }
+                        _ => query,
+                    };
+                    (Occur::Should, query)
+                })
                 .collect();
             let clause = if forms.len() == 1 {
                 forms.pop().expect("one form").1

@@ -302,10 +302,17 @@ pub(super) fn scan(
             }
         } else if let Some(sets) = sets {
             let gone = deleted_docs(deleted, segment);
+            // The run of the range's source, which holds the range.
+            let run = columns
+                .runs
+                .iter()
+                .find(|(source, _)| *source == range_source)
+                .map_or(0..segment.max_doc(), |(_, run)| run.clone());
             let range = doc..range.end;
             let kept = kept::in_range(
                 segment,
                 sets,
+                run,
                 range,
                 &gone,
                 term_bits,

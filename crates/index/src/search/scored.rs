@@ -249,7 +249,7 @@ mod tests {
             let mut request = Request::newest_first(parse_query(q), 10);
             request.sort = Sort::Relevance;
             let morphemes: Vec<String> = morphemes.split(' ').map(str::to_owned).collect();
-            let set = substring_query(fields, &request, false);
+            let set = substring_query(fields, &request, false, None);
             let reference = BooleanQuery::new(vec![
                 (Occur::Must, Box::new(BoostQuery::new(set.box_clone(), 0.0))),
                 (
