@@ -93,10 +93,51 @@ pub(super) fn terms(fields: &Fields, request: &Request) -> Option<Vec<Term>> {
 /// matches before its time and source bounds: some keyword, none with a
 /// synonym, no morpheme matching and no attribute filter.
 pub(super) fn plain_and(request: &Request) -> bool {
+    plain_keywords(request) && !request.morph
+}
+
+/// Whether the request's keywords are as typed and nothing but them,
+/// their morphemes and its time and source bounds decide its matches:
+/// some keyword, none with a synonym, and no attribute filter.
+pub(super) fn plain_keywords(request: &Request) -> bool {
     !request.keywords.is_empty()
-        && !request.morph
         && request.filter.attributes.is_empty()
         && (0..request.keywords.len()).all(|i| request.forms(i).nth(1).is_none())
+}
+
+/// The words `words` of `term`'s bitset in `segment` (word 0 is documents
+/// 0 to 63): read from its whole segment's bitset when kept, which is kept
+/// first when `keep` and the term is in a document of [`DENSE_RATIO`] or
+/// more; otherwise decoded for these words only.
+pub(super) fn term_words(
+    segment: &SegmentReader,
+    term: &Term,
+    words: Range<usize>,
+    keep: bool,
+    bits: &TermBits,
+) -> Result<Vec<u64>> {
+    let max_doc = segment.max_doc();
+    let key = (segment.segment_id(), 0..max_doc, term.clone());
+    if let Some(held) = bits.get(&key) {
+        return Ok(held[words].to_vec());
+    }
+    let inverted = segment.inverted_index(term.field())?;
+    let Some(info) = inverted.get_term_info(term)? else {
+        return Ok(vec![0; words.len()]);
+    };
+    let mut postings =
+        inverted.read_block_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
+    if keep && u64::from(info.doc_freq) * DENSE_RATIO >= u64::from(max_doc) {
+        let mut whole = vec![0u64; max_doc.div_ceil(64) as usize];
+        fill(&mut postings, &(0..max_doc), &mut whole);
+        let part = whole[words].to_vec();
+        bits.insert(key, whole.into());
+        return Ok(part);
+    }
+    let mut part = vec![0u64; words.len()];
+    let docs = words.start as DocId * 64..(words.end as DocId * 64).min(max_doc);
+    fill(&mut postings, &docs, &mut part);
+    Ok(part)
 }
 
 /// Whether a newest-first request's totals, in any time window, are

@@ -1,4 +1,5 @@
-//! Counting from kept bitsets: an AND of common keywords, long ones too.
+//! Counting from kept bitsets: an AND of common keywords, long ones too,
+//! and its union with the morphemes' matches.
 //!
 //! A keyword of five or more characters is a phrase of 4-grams (see
 //! `query`), and counting its matches checks the positions of every
@@ -12,6 +13,13 @@
 //! matches in a range from the bitsets of its keywords, ANDed, a word per
 //! 64 documents. Lucene's query cache keeps a frequent clause's bitset per
 //! segment the same way.
+//!
+//! With `match=morph` a row matches the keywords' AND or holds every
+//! morpheme of them, each in its title or its content. That union is
+//! counted the same way: the morphemes' terms are common terms whose
+//! bitsets are kept as `count::anded` keeps them (a rare one is decoded
+//! for the range only), ORed per morpheme, ANDed, and ORed with the
+//! keywords' AND.
 //!
 //! Only a common keyword is kept: one whose rarest 4-gram is in at least
 //! one document in [`DENSE_RATIO`] of the segment. A rarer one has few
@@ -27,8 +35,8 @@ use tantivy::query::{EnableScoring, Weight};
 use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN};
 
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
-use super::count::{alive_in, plain_and, TermBits, DENSE_RATIO};
-use super::query::{gram_field, keyword_query};
+use super::count::{alive_in, plain_keywords, term_words, TermBits, DENSE_RATIO};
+use super::query::{gram_field, keyword_query, morphemes};
 use super::request::Request;
 use crate::schema::Fields;
 use crate::tokenizer::fourgram_cover;
@@ -53,18 +61,40 @@ pub(super) fn long_key(fields: &Fields, keyword: &Keyword) -> Term {
     Term::from_field_text(fields.grams4, keyword.as_str())
 }
 
-/// The request's keywords as sets, when their AND is exactly the request's
-/// matches before its time and source bounds (no synonym, no morpheme
-/// matching, no attribute filter) and one of them is longer than four
-/// characters: an AND of short keywords only is counted by `count`.
+/// What a request's matches are, as sets of documents: the AND of its
+/// keywords, or with `match=morph` that AND or every morpheme (in the
+/// title or the content).
+pub(crate) struct Sets {
+    keywords: Vec<KeywordSet>,
+    /// Each morpheme's title and content terms, with `match=morph`.
+    morphemes: Vec<[Term; 2]>,
+}
+
+/// The request's matches as sets, before its time and source bounds, when
+/// they can be (no synonym, no attribute filter) and `count` cannot count
+/// them: one keyword is longer than four characters, or morphemes match.
 pub(super) fn keyword_sets(
     fields: &Fields,
     request: &Request,
     searcher: &Searcher,
-) -> crate::Result<Option<Vec<KeywordSet>>> {
-    if !plain_and(request) || request.keywords.iter().all(|k| k.char_len() <= 4) {
+) -> crate::Result<Option<Sets>> {
+    if !plain_keywords(request)
+        || !request.morph && request.keywords.iter().all(|k| k.char_len() <= 4)
+    {
         return Ok(None);
     }
+    let morphemes = match request.morph {
+        true => morphemes(request)
+            .iter()
+            .map(|m| {
+                [
+                    Term::from_field_text(fields.title_morph, m),
+                    Term::from_field_text(fields.content_morph, m),
+                ]
+            })
+            .collect(),
+        false => Vec::new(),
+    };
     let unscored = EnableScoring::disabled_from_searcher(searcher);
     let mut sets = Vec::with_capacity(request.keywords.len());
     for keyword in &request.keywords {
@@ -84,7 +114,10 @@ pub(super) fn keyword_sets(
         let weight = keyword_query(fields, keyword, false).weight(unscored)?;
         sets.push(KeywordSet { key, weight, cover });
     }
-    Ok(Some(sets))
+    Ok(Some(Sets {
+        keywords: sets,
+        morphemes,
+    }))
 }
 
 /// The alive documents of `range` in every set, from kept bitsets, found
@@ -99,7 +132,7 @@ pub(super) fn keyword_sets(
 #[allow(clippy::too_many_arguments)]
 pub(super) fn in_range(
     segment: &SegmentReader,
-    sets: &[KeywordSet],
+    sets: &Sets,
     run: Range<DocId>,
     range: Range<DocId>,
     deleted: &[DocId],
@@ -116,9 +149,9 @@ pub(super) fn in_range(
     let id = segment.segment_id();
     // Each set's bitset and the document of its first word: its run's, or
     // its whole segment's (a short keyword's, kept by `count::anded`).
-    let mut kept = Vec::with_capacity(sets.len());
+    let mut kept = Vec::with_capacity(sets.keywords.len());
     let mut missing = Vec::new();
-    for set in sets {
+    for set in &sets.keywords {
         let of_run = bits.get(&(id, run.clone(), set.key.clone()));
         match of_run.map(|held| (run.start, held)).or_else(|| {
             let whole = bits.get(&(id, 0..max_doc, set.key.clone()));
@@ -131,7 +164,9 @@ pub(super) fn in_range(
     if !missing.is_empty() && !keep {
         return Ok(None);
     }
-    // Every missing set common, before any is visited.
+    // Every missing set common, before any is visited. A keyword in no
+    // document empties the AND.
+    let mut none = false;
     for set in &missing {
         let mut rarest = u32::MAX;
         for term in &set.cover {
@@ -143,11 +178,18 @@ pub(super) fn in_range(
             rarest = rarest.min(held);
         }
         if rarest == 0 {
-            return Ok(Some(0));
+            none = true;
+            break;
         }
         if u64::from(rarest) * DENSE_RATIO < u64::from(max_doc) {
             return Ok(None);
         }
+    }
+    if none && sets.morphemes.is_empty() {
+        return Ok(Some(0));
+    }
+    if none {
+        missing.clear();
     }
     for set in missing {
         // One search visits, any other that needs the same set of the same
@@ -172,11 +214,25 @@ pub(super) fn in_range(
         kept.push((run.start, held));
     }
     let (first, last) = ((range.start / 64) as usize, range.end.div_ceil(64) as usize);
-    let mut all = vec![!0u64; last - first];
-    for (start, held) in &kept {
+    let mut all = vec![if none { 0 } else { !0u64 }; last - first];
+    for (start, held) in kept.iter().filter(|_| !none) {
         let from = first - (start / 64) as usize;
         for (a, h) in all.iter_mut().zip(&held[from..from + (last - first)]) {
             *a &= h;
+        }
+    }
+    if !sets.morphemes.is_empty() {
+        // Or every morpheme, each in the title or the content.
+        let mut every = vec![!0u64; last - first];
+        for [title, content] in &sets.morphemes {
+            let title = term_words(segment, title, first..last, keep, bits)?;
+            let content = term_words(segment, content, first..last, keep, bits)?;
+            for ((e, t), c) in every.iter_mut().zip(title).zip(content) {
+                *e &= t | c;
+            }
+        }
+        for (a, e) in all.iter_mut().zip(every) {
+            *a |= e;
         }
     }
     let from = deleted.partition_point(|&doc| doc < range.start);
@@ -259,6 +315,8 @@ mod tests {
                 "가나다라마 설정합니다 있습니다.",
                 "드문말입니다",
                 "있습니다. 드문말입니다",
+                // In no row, but its morpheme is.
+                "있습니다!",
             ] {
                 // The second source alone first: its runs are kept
                 // before the first source's.
@@ -272,7 +330,7 @@ mod tests {
                             if !deleted(key(doc))
                                 && in_window
                                 && only.is_none_or(|s| s == doc.source)
-                                && row_matches(&keywords, "", &doc.body[0])
+                                && row_matches(&keywords, title(doc), &doc.body[0])
                             {
                                 want[doc.source.index()] += 1;
                             }
@@ -287,6 +345,11 @@ mod tests {
                         let what = format!("{q} {window:?} {only:?}, round {round}");
                         assert_eq!(&found.by_source[..2], &want[..], "{what}");
                         assert_eq!(found.total, want[0] + want[1], "{what}");
+                        // With morphemes: the sets' totals are tantivy's.
+                        request.morph = true;
+                        let found = search(&generation, &request).unwrap();
+                        let want = tantivy_counts(&generation, &request);
+                        assert_eq!(&found.by_source[..2], &want[..], "{what}, morph");
                     }
                 }
             }
@@ -301,8 +364,9 @@ mod tests {
     }
 
     /// A long keyword read from its kept bitsets (see `kept_docs`) answers
-    /// as its phrase did: relevance and `match=morph` searches, which keep
-    /// nothing, give the same hits and totals before and after
+    /// as its phrase did: relevance searches, with and without
+    /// `match=morph`, which keep nothing, give the same hits and totals
+    /// before and after
     /// newest-first searches kept their keywords, with their totals
     /// counted again; a relevance total is the rows'.
     #[test]
@@ -319,11 +383,9 @@ mod tests {
             for q in queries {
                 let mut relevance = Request::newest_first(parse_query(q), 5);
                 relevance.sort = Sort::Relevance;
-                let mut morph = Request::newest_first(parse_query(q), 5);
-                morph.morph = true;
                 let mut both = relevance.clone();
                 both.morph = true;
-                for request in [relevance, morph, both] {
+                for request in [relevance, both] {
                     let found = search(&generation, &request).unwrap();
                     answers.push((request, found));
                 }
@@ -353,7 +415,9 @@ mod tests {
             if !request.morph {
                 let want = docs
                     .iter()
-                    .filter(|d| !deleted(key(d)) && row_matches(&request.keywords, "", &d.body[0]))
+                    .filter(|d| {
+                        !deleted(key(d)) && row_matches(&request.keywords, title(d), &d.body[0])
+                    })
                     .count() as u64;
                 assert_eq!(found.total, want, "{request:?}");
             }
@@ -361,7 +425,8 @@ mod tests {
     }
 
     /// 3,000 rows of two sources in 5 segments, the common words in about
-    /// half the rows each and the rare one in one of 200; the rows that
+    /// half the rows each, the rare one in one of 200, and `있습니다`
+    /// without its period in some titles and contents; the rows that
     /// [`deleted`] names are deleted.
     fn index() -> (tempfile::TempDir, crate::Generation, Vec<Doc>) {
         let dir = tempfile::tempdir().unwrap();
@@ -381,11 +446,17 @@ mod tests {
             if draws.below(200) == 0 {
                 words.push(WORDS[5]);
             }
+            // The word of `있습니다.` without its period, which only
+            // morphemes match: in the content of one row in five, and in
+            // the title of one in three.
+            if draws.below(5) == 0 {
+                words.push("있습니다");
+            }
             words.push("끝");
             let doc = Doc {
                 source: SourceId::from_index((i % 2) as usize),
                 key: Key::Int(i),
-                title: None,
+                title: (i % 3 == 0).then(|| "있습니다 안내".to_owned()),
                 body: vec![words.join(" ")],
                 created_at: i * 7 % 1_000,
                 attributes: Vec::new(),
@@ -405,6 +476,41 @@ mod tests {
         assert!(generation.view().searcher.segment_readers().len() > 2);
 
         (dir, generation, docs)
+    }
+
+    /// The alive documents of `request`'s query, with nothing kept, as
+    /// tantivy collects them, counted by source within its filter.
+    fn tantivy_counts(generation: &crate::Generation, request: &Request) -> [u64; 2] {
+        let view = generation.view();
+        let query = crate::search::query::build_query(
+            &generation.fields,
+            request,
+            false,
+            &view.patches,
+            None,
+        );
+        let found = view
+            .searcher
+            .search(&*query, &tantivy::collector::DocSetCollector)
+            .unwrap();
+        let filter = &request.filter;
+        let mut counts = [0; 2];
+        for address in found {
+            let columns = &view.columns[address.segment_ord as usize];
+            let created = columns.created.first(address.doc_id).unwrap();
+            let source = crate::tag_source(columns.tag.first(address.doc_id).unwrap());
+            if filter.from.is_none_or(|from| created >= from)
+                && filter.to.is_none_or(|to| created <= to)
+                && filter.source.is_none_or(|only| only.index() == source)
+            {
+                counts[source] += 1;
+            }
+        }
+        counts
+    }
+
+    fn title(doc: &Doc) -> &str {
+        doc.title.as_deref().unwrap_or("")
     }
 
     fn deleted(i: i64) -> bool {

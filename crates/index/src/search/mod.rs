@@ -311,7 +311,7 @@ fn search_within(
                 terms: terms.as_deref(),
                 deleted: &generation.deleted,
                 term_bits: &generation.term_bits,
-                sets: sets.as_deref(),
+                sets: sets.as_ref(),
             };
             scan::scan(&*weight, segment, task, request, work)
         })

@@ -41,17 +41,11 @@ pub(crate) fn build_query(
 ) -> Box<dyn Query> {
     // Only relevance and morpheme matching look at morphemes: a newest-first
     // substring search skips the dictionary lookup.
-    let mut morphemes: Vec<String> = if request.morph || scoring {
-        request
-            .keywords
-            .iter()
-            .flat_map(|k| morph::analyzer().morphemes(k.as_str()))
-            .collect()
+    let morphemes: Vec<String> = if request.morph || scoring {
+        morphemes(request)
     } else {
         Vec::new()
     };
-    morphemes.sort_unstable();
-    morphemes.dedup();
     let text: Box<dyn Query> = if morphemes.is_empty() {
         substring_query(fields, request, scoring, kept)
     } else if request.morph {
@@ -90,6 +84,18 @@ pub(crate) fn build_query(
         return must.pop().expect("one clause").1;
     }
     Box::new(BooleanQuery::new(must))
+}
+
+/// The request's keywords' morphemes, each once, sorted.
+pub(super) fn morphemes(request: &Request) -> Vec<String> {
+    let mut morphemes: Vec<String> = request
+        .keywords
+        .iter()
+        .flat_map(|k| morph::analyzer().morphemes(k.as_str()))
+        .collect();
+    morphemes.sort_unstable();
+    morphemes.dedup();
+    morphemes
 }
 
 /// The rows whose normalized title or content contains every keyword (or,

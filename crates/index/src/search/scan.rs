@@ -15,7 +15,7 @@ use chaja_core::sources::{SourceId, MAX_SOURCES};
 
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
 use super::count::{self, deleted_docs, DeletedDocs, TermBits};
-use super::kept::{self, KeywordSet};
+use super::kept::{self, Sets};
 use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
 use super::{Partial, SourceCounts};
@@ -95,9 +95,9 @@ pub(super) struct Work<'a> {
     pub(super) terms: Option<&'a [Term]>,
     pub(super) deleted: &'a DeletedDocs,
     pub(super) term_bits: &'a TermBits,
-    /// The keywords as sets, when one is longer than four characters and
-    /// their AND is exactly the request's matches (see `kept`).
-    pub(super) sets: Option<&'a [KeywordSet]>,
+    /// The request's matches as sets of documents, when one keyword is
+    /// longer than four characters or morphemes match (see `kept`).
+    pub(super) sets: Option<&'a Sets>,
 }
 
 /// One range of one segment to scan: part of a run of one source.
