@@ -843,3 +843,11 @@ fn a_steady_round_ends_one_segment_and_every_pace_keeps_the_order() {
     assert_eq!(held_keys(&generation), expected);
     assert_eq!(generation.duplicate_keys().unwrap(), Vec::<String>::new());
 }
+
+/// The integer key of a test row.
+pub(crate) fn int_key(doc: &Doc) -> i64 {
+    match doc.key {
+        chaja_core::model::Key::Int(i) => i,
+        chaja_core::model::Key::Str(_) => unreachable!("test rows have integer keys"),
+    }
+}

@@ -359,6 +359,7 @@ mod tests {
 
     use super::*;
     use crate::create_generation;
+    use crate::tests::int_key as key;
 
     /// 3,000 rows of two sources, `가` in four of every five, `마` in two
     /// of every three; `deletes` of them deleted after the first commit.
@@ -390,13 +391,6 @@ mod tests {
         writer.commit(2).unwrap();
         generation.reload().unwrap();
         (dir, generation)
-    }
-
-    fn key(doc: &Doc) -> i64 {
-        match doc.key {
-            Key::Int(i) => i,
-            Key::Str(_) => unreachable!(),
-        }
     }
 
     /// The alive documents of `range` that hold every term, one by one.

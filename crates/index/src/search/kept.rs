@@ -290,6 +290,7 @@ mod tests {
 
     use crate::create_generation;
     use crate::search::{search, Request, Sort};
+    use crate::tests::int_key as key;
 
     const WORDS: [&str; 6] = [
         "있습니다.",
@@ -515,12 +516,5 @@ mod tests {
 
     fn deleted(i: i64) -> bool {
         i % 11 == 4
-    }
-
-    fn key(doc: &Doc) -> i64 {
-        match doc.key {
-            Key::Int(i) => i,
-            Key::Str(_) => unreachable!(),
-        }
     }
 }

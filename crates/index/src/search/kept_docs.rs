@@ -38,18 +38,11 @@ impl Kept {
         }
     }
 
-    /// The kept bitsets of `key` that cover every document of `segment`:
-    /// its whole segment's, or one per run; `None` when some part is not
-    /// kept.
+    /// The kept bitsets of `key` that cover every document of `segment`,
+    /// one per run (a long keyword is kept per run, see `kept`); `None`
+    /// when some part is not kept.
     fn pieces(&self, segment: &SegmentReader, key: &Term) -> Option<Vec<Piece>> {
         let (id, max_doc) = (segment.segment_id(), segment.max_doc());
-        if let Some(bits) = self.bits.get(&(id, 0..max_doc, key.clone())) {
-            return Some(vec![Piece {
-                docs: 0..max_doc,
-                base: 0,
-                bits,
-            }]);
-        }
         let mut pieces = Vec::new();
         let mut covered = 0;
         for run in self.runs.get(&id)? {
