@@ -232,6 +232,7 @@ fn serve_args(database: &Database) -> ServeArgs {
             index_dir: database.dir.path().join("index"),
             db_pool: Some(4),
             ko_dic: ko_dic(),
+            analysis_cache: chaja_index::morph::DEFAULT_SENTENCE_CACHE_BYTES as usize,
             writer_memory: 32 << 20,
             config: None,
         },

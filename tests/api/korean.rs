@@ -19,7 +19,7 @@ fn analyzer() -> &'static morph::Analyzer {
     let analyzer = morph::init(&ko_dic());
     assert_eq!(
         analyzer.name(),
-        "ko-dic-2",
+        "ko-dic-3",
         "build the dictionary first: .ci/run, or chaja dict build (see README)"
     );
     analyzer
@@ -36,6 +36,29 @@ fn particles_and_endings_are_dropped_and_stems_kept() {
     // An inflected adjective keeps its stem; Latin is lowercased.
     assert_eq!(a.morphemes("빠른 JPA 쿼리"), ["빠르", "jpa", "쿼리"]);
     assert!(a.morphemes("니다").is_empty());
+}
+
+/// Rows are analysed through a cache of sentences: a row's morphemes are
+/// the text's, whether its sentences were met before or not, and a
+/// sentence cached from one row is not confused with another.
+#[test]
+fn cached_sentence_analyses_give_the_texts_morphemes() {
+    let a = analyzer();
+    let text = "클라우드를 사용하여 서버를 배포했습니다. 빠른 JPA 쿼리!\n\
+                캐시 검증 문장입니다. 클라우드를 사용하여 서버를 배포했습니다.";
+    let expected: String = a.morphemes(text).iter().map(|m| format!(" {m}")).collect();
+    assert!(
+        expected.contains(" 배포 ") && expected.ends_with(" 배포"),
+        "{expected}"
+    );
+    for _ in 0..2 {
+        let mut indexed = String::new();
+        a.index_morphemes(text, &mut indexed);
+        assert_eq!(indexed, expected);
+    }
+    let mut other = String::new();
+    a.index_morphemes("빠른 JPA 쿼리! 새로운 문장", &mut other);
+    assert_eq!(other, " 빠르 jpa 쿼리 새롭 문장");
 }
 
 /// The index gets morphemes joined by spaces and split again by tantivy's
@@ -219,7 +242,7 @@ fn a_user_dictionary_keeps_words_whole_that_mecab_ko_dic_splits() {
     let dictionary = dictionary_with_user_words(dir.path(), &words);
     let with_user = morph::Analyzer::load(&dictionary).unwrap();
     assert!(
-        with_user.name().starts_with("ko-dic-2+user-"),
+        with_user.name().starts_with("ko-dic-3+user-"),
         "{}",
         with_user.name()
     );

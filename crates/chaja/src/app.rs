@@ -104,7 +104,7 @@ impl App {
             Err(e) => return Err(e.into()),
         };
         let health_db = Db::connect_lazy(&args.store.database_url, 1)?;
-        chaja_index::morph::init(&args.store.ko_dic);
+        args.store.init_analyzer();
         let dir = args.store.index_dir.clone();
         let index = {
             let sources = sources.clone();

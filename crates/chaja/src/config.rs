@@ -240,7 +240,13 @@ pub struct StoreArgs {
     #[arg(long, env = "CHAJA_KO_DIC", default_value = "./data/ko-dic")]
     pub ko_dic: PathBuf,
 
-    /// Memory for the index writer, in MiB (at least 16).
+    /// Memory for the analyses of sentences already met, in MiB; 0 turns
+    /// it off. A rebuild analyses each distinct sentence once.
+    #[arg(long = "analysis-cache-mb", env = "CHAJA_ANALYSIS_CACHE_MB", default_value = "64", value_parser = mebibytes)]
+    pub analysis_cache: usize,
+
+    /// Memory for the index writer, in MiB (at least 16). A rebuild gives
+    /// this much to each of its indexing threads, one per core.
     #[arg(long = "writer-memory-mb", env = "CHAJA_WRITER_MEMORY_MB", default_value = "256", value_parser = mebibytes)]
     pub writer_memory: usize,
 
@@ -260,6 +266,13 @@ impl StoreArgs {
                 cores * 2 + 1
             }
         })
+    }
+
+    /// Loads the Korean dictionary (or falls back) for this process, with
+    /// its bound on cached sentence analyses.
+    pub fn init_analyzer(&self) {
+        chaja_index::morph::set_sentence_cache_bytes(self.analysis_cache as u64);
+        chaja_index::morph::init(&self.ko_dic);
     }
 
     /// The index writer's memory budget, in bytes.

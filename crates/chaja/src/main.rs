@@ -60,7 +60,7 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
             app.run(listener, shutdown).await?;
         }
         Command::Reindex(store) => {
-            chaja_index::morph::init(&store.ko_dic);
+            store.init_analyzer();
             let (db, sources) = open_store(&store).await?;
             let done = chaja_mirror::reindex::reindex(
                 &db,
@@ -91,7 +91,7 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
             }
         }
         Command::Verify(args) => {
-            chaja_index::morph::init(&args.store.ko_dic);
+            args.store.init_analyzer();
             let (db, sources) = open_store(&args.store).await?;
             let index = chaja_index::SearchIndex::open_or_create(&args.store.index_dir, &sources)?;
             let report = chaja_mirror::verify::verify(&db, &sources, index.live()).await?;

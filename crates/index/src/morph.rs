@@ -13,7 +13,8 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use lindera::dictionary::{
     load_dictionary, load_user_dictionary_from_bin, DictionaryBuilder, Lattice, Metadata,
@@ -50,7 +51,7 @@ pub enum Analyzer {
 }
 
 impl Analyzer {
-    /// `ko-dic-2` (`ko-dic-2+user-<hash>` with a user dictionary), `words`
+    /// `ko-dic-3` (`ko-dic-3+user-<hash>` with a user dictionary), `words`
     /// or `off`; recorded with each index generation.
     pub fn name(&self) -> &str {
         match self {
@@ -60,10 +61,13 @@ impl Analyzer {
         }
     }
 
-    /// The content morphemes of `text`, normalized like the n-gram fields.
+    /// The content morphemes of `text`, normalized like the n-gram fields,
+    /// analysed sentence by sentence (see [`sentences`]), as rows are.
     pub fn morphemes(&self, text: &str) -> Vec<String> {
         match self {
-            Analyzer::Korean(segmenter, _) => content_morphemes(segmenter, &normalize(text)),
+            Analyzer::Korean(segmenter, _) => sentences(&normalize(text))
+                .flat_map(|sentence| content_morphemes(segmenter, sentence))
+                .collect(),
             Analyzer::Words => normalize(text)
                 .split(|c: char| !c.is_alphanumeric())
                 .filter(|w| !w.is_empty())
@@ -72,6 +76,123 @@ impl Analyzer {
             Analyzer::Off => Vec::new(),
         }
     }
+}
+
+impl Analyzer {
+    /// Appends the content morphemes of a row's `text` to `out`, each
+    /// after a space: [`Analyzer::morphemes`] as the morphological fields
+    /// take them, with each sentence's analysis looked up in the
+    /// process's [`SentenceCache`] first.
+    pub fn index_morphemes(&self, text: &str, out: &mut String) {
+        let Analyzer::Korean(segmenter, _) = self else {
+            for morpheme in self.morphemes(text) {
+                out.push(' ');
+                out.push_str(&morpheme);
+            }
+            return;
+        };
+        let cache = sentence_cache();
+        for sentence in sentences(&normalize(text)) {
+            let joined = match cache.get(sentence) {
+                Some(joined) => {
+                    SENTENCES_CACHED.fetch_add(1, Ordering::Relaxed);
+                    joined
+                }
+                None => {
+                    SENTENCES_ANALYSED.fetch_add(1, Ordering::Relaxed);
+                    let joined: Arc<str> = content_morphemes(segmenter, sentence).join(" ").into();
+                    cache.insert(sentence.into(), joined.clone());
+                    joined
+                }
+            };
+            if !joined.is_empty() {
+                out.push(' ');
+                out.push_str(&joined);
+            }
+        }
+    }
+}
+
+/// The sentences of normalized `text`, trimmed: it ends one at a line
+/// break, and at `.`, `?` or `!` before whitespace.
+///
+/// Rows are analysed a sentence at a time so that a sentence met before
+/// costs a lookup instead of lindera's lattice: posts repeat greetings,
+/// signatures, templates and quoted lines. A lattice hardly ever joins
+/// two sentences anyway (the space between them ends every word), so the
+/// morphemes are those of the whole text but in rare cases, and queries
+/// are analysed the same way.
+pub(crate) fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let (mut start, mut at) = (0, 0);
+    std::iter::from_fn(move || {
+        while start < bytes.len() {
+            let end = match bytes[at..]
+                .iter()
+                .position(|&b| matches!(b, b'\n' | b'.' | b'?' | b'!'))
+            {
+                None => bytes.len(),
+                Some(i) => {
+                    at += i + 1;
+                    let ends =
+                        bytes[at - 1] == b'\n' || bytes.get(at).is_none_or(u8::is_ascii_whitespace);
+                    if !ends {
+                        continue;
+                    }
+                    at
+                }
+            };
+            // A boundary follows an ASCII byte, so it is a char boundary.
+            let sentence = text[start..end].trim();
+            (start, at) = (end, end);
+            if !sentence.is_empty() {
+                return Some(sentence);
+            }
+        }
+        None
+    })
+}
+
+static SENTENCES_ANALYSED: AtomicU64 = AtomicU64::new(0);
+static SENTENCES_CACHED: AtomicU64 = AtomicU64::new(0);
+
+/// Sentences of rows analysed by lindera and found in the
+/// [`SentenceCache`] so far in this process: what a rebuild reports.
+pub fn sentence_counts() -> (u64, u64) {
+    (
+        SENTENCES_ANALYSED.load(Ordering::Relaxed),
+        SENTENCES_CACHED.load(Ordering::Relaxed),
+    )
+}
+
+/// How many bytes the [`SentenceCache`] may hold (keys, analyses and a
+/// guess at moka's own overhead); set once at start (see
+/// [`set_sentence_cache_bytes`]).
+static SENTENCE_CACHE_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_SENTENCE_CACHE_BYTES);
+pub const DEFAULT_SENTENCE_CACHE_BYTES: u64 = 64 << 20;
+
+/// Sets the [`SentenceCache`]'s bound; only before the first row is
+/// analysed (later calls change nothing). 0 turns it off.
+pub fn set_sentence_cache_bytes(bytes: u64) {
+    SENTENCE_CACHE_BYTES.store(bytes, Ordering::Relaxed);
+}
+
+/// A sentence's content morphemes, joined by spaces, by its normalized
+/// text: shared by every thread that analyses rows, and bounded in bytes.
+/// moka admits by frequency, so text that never repeats does not push out
+/// the sentences that do.
+type SentenceCache = moka::sync::Cache<Box<str>, Arc<str>, foldhash::fast::RandomState>;
+
+fn sentence_cache() -> &'static SentenceCache {
+    static CACHE: OnceLock<SentenceCache> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        moka::sync::Cache::<Box<str>, Arc<str>>::builder()
+            .max_capacity(SENTENCE_CACHE_BYTES.load(Ordering::Relaxed))
+            .weigher(|sentence, joined| {
+                u32::try_from(sentence.len() + joined.len() + 64).unwrap_or(u32::MAX)
+            })
+            .build_with_hasher(foldhash::fast::RandomState::default())
+    })
 }
 
 /// The content morphemes of normalized `text`. Only for the process's one
@@ -187,9 +308,10 @@ pub fn analyzer() -> &'static Analyzer {
 /// The user dictionary's file in a built dictionary's folder.
 const USER_DICTIONARY: &str = "user.bin";
 
-/// The rules of [`content_morphemes`]: a new version tells `chaja serve`
-/// that older generations need a reindex.
-const KO_DIC_RULES: &str = "ko-dic-2";
+/// The rules of [`content_morphemes`] and [`sentences`]: a new version
+/// tells `chaja serve` that older generations need a reindex. 3: rows are
+/// analysed a sentence at a time.
+const KO_DIC_RULES: &str = "ko-dic-3";
 
 impl Analyzer {
     /// The Korean analyzer of the dictionary built in `dir`, with its user
@@ -249,4 +371,45 @@ pub fn build_dictionary(from: &Path, out: &Path) -> Result<()> {
         .map_err(|e| IndexError::Dictionary(e.to_string()));
     std::fs::remove_file(&freq)?;
     built
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sentences;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sentences_end_at_line_breaks_and_at_marks_before_whitespace() {
+        let text = "첫 문장입니다. 둘째 문장?  셋째!\n넷째 v1.2.3 끝.\r\n\n다섯째...마지막.";
+        assert_eq!(
+            sentences(text).collect::<Vec<_>>(),
+            [
+                "첫 문장입니다.",
+                "둘째 문장?",
+                "셋째!",
+                "넷째 v1.2.3 끝.",
+                "다섯째...마지막."
+            ]
+        );
+        assert_eq!(sentences("").count(), 0);
+        assert_eq!(sentences(" \n. \n").collect::<Vec<_>>(), ["."]);
+        assert_eq!(
+            sentences("끝 없는 문장").collect::<Vec<_>>(),
+            ["끝 없는 문장"]
+        );
+    }
+
+    proptest! {
+        /// Splitting loses and adds nothing but whitespace, and keeps the
+        /// order.
+        #[test]
+        fn sentences_keep_every_character(text in "[가나 .?!\n\ta-c]{0,40}") {
+            let kept: String = sentences(&text).collect::<Vec<_>>().concat();
+            let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+            prop_assert_eq!(squeeze(&kept), squeeze(&text));
+            for sentence in sentences(&text) {
+                prop_assert!(!sentence.is_empty() && sentence.trim() == sentence);
+            }
+        }
+    }
 }

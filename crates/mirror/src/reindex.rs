@@ -104,6 +104,7 @@ pub async fn reindex_locked(
 ) -> Result<Rebuilt> {
     let started = Instant::now();
     let cpu_before = stages::process_cpu();
+    let sentences_before = morph::sentence_counts();
     let live = {
         let root = root.to_path_buf();
         tokio::task::spawn_blocking(move || -> Result<_> {
@@ -121,9 +122,14 @@ pub async fn reindex_locked(
     bar.set_length(expected.max(0) as u64);
 
     let root = root.to_path_buf();
-    // With a dictionary, half the cores analyse Korean and the other half
-    // run tantivy's indexing threads (see `index::Morphemes`); without one
-    // there is little to analyse and tantivy gets every core.
+    // With a dictionary, half the cores analyse Korean; tantivy gets an
+    // indexing thread on every core. Its threads are what a rebuild waits
+    // on, and a sentence met before is not analysed again, so the
+    // analysis pool is mostly idle. 100k rows on 2 cores: 37–38 s with
+    // two indexing threads of 256 MB each, against 59 s with one, and 53
+    // s with two of 128 MB (twice the segments, merged at the end); 58 s
+    // against 61 s with no sentence cached, when the analysis is what
+    // waits (BENCHMARKS.md, issue 28).
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let analysing = match morph::analyzer() {
         Analyzer::Korean(..) => (cores / 2).max(1),
@@ -141,11 +147,15 @@ pub async fn reindex_locked(
     };
     let (generation, writer) = {
         let root = root.clone();
-        let indexing_threads = cores.saturating_sub(analysing).max(1);
+        // tantivy's writer takes at most 8.
+        let indexing_threads = cores.min(8);
         let sources = sources.clone();
         tokio::task::spawn_blocking(move || -> Result<_> {
             let generation = create_generation(&root, &sources)?;
-            let writer = generation.writer_with_threads(memory, indexing_threads)?;
+            // Each indexing thread gets the whole budget: split, their
+            // segments would be smaller and more of them (see above).
+            let writer = generation
+                .writer_with_threads(memory.saturating_mul(indexing_threads), indexing_threads)?;
             Ok((generation, writer))
         })
         .await??
@@ -179,6 +189,9 @@ pub async fn reindex_locked(
     tokio::task::spawn_blocking(move || publish(&root, generation_id)).await??;
     bar.finish_and_clear();
     stages.wall = started.elapsed();
+    let (analysed, cached) = morph::sentence_counts();
+    stages.sentences_analysed = analysed - sentences_before.0;
+    stages.sentences_cached = cached - sentences_before.1;
     stages.cpu = stages::process_cpu()
         .zip(cpu_before)
         .map(|(after, before)| after.saturating_sub(before));

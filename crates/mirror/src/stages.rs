@@ -27,6 +27,11 @@ pub struct Stages {
     pub analysis: Duration,
     /// CPU of the analyzer's threads.
     pub analysis_cpu: Option<Duration>,
+    /// Sentences lindera analysed, and those found already analysed (see
+    /// `chaja_index::morph::Analyzer::index_morphemes`), by any thread of
+    /// the process meanwhile.
+    pub sentences_analysed: u64,
+    pub sentences_cached: u64,
     /// Handing documents to the writer, including the time it made the
     /// feeding thread wait while its indexing threads were busy.
     pub indexing_wait: Duration,
@@ -53,11 +58,14 @@ impl fmt::Display for Stages {
             "  reading rows   {} waiting on the database",
             secs(self.reading)
         )?;
+        let sentences = self.sentences_analysed + self.sentences_cached;
         writeln!(
             f,
-            "  analysis       {}{}",
+            "  analysis       {}{}, {} sentences, {:.1}% of them analysed before",
             secs(self.analysis),
-            cpu(self.analysis_cpu)
+            cpu(self.analysis_cpu),
+            sentences,
+            self.sentences_cached as f64 * 100.0 / sentences.max(1) as f64,
         )?;
         writeln!(
             f,
