@@ -250,6 +250,15 @@ fn a_user_dictionary_keeps_words_whole_that_mecab_ko_dic_splits() {
     for w in words {
         assert!(after.iter().any(|m| m == w), "{w} in {after:?}");
     }
+    // Rows too: a sentence the other analyzer has cached is analysed
+    // again with this one's dictionary.
+    let (mut base_row, mut user_row) = (String::new(), String::new());
+    base.index_morphemes(text, &mut base_row);
+    with_user.index_morphemes(text, &mut user_row);
+    for w in words {
+        assert!(!base_row.split(' ').any(|m| m == w), "{base_row:?}");
+        assert!(user_row.split(' ').any(|m| m == w), "{w} in {user_row:?}");
+    }
 }
 
 /// A first page that finds little offers what may have been meant, each

@@ -40,9 +40,8 @@ static ANALYZER: OnceLock<Analyzer> = OnceLock::new();
 
 #[derive(Clone)]
 pub enum Analyzer {
-    /// mecab-ko-dic, with the user dictionary when there is one; the name
-    /// says which (see [`Analyzer::name`]).
-    Korean(Box<Segmenter>, String),
+    /// mecab-ko-dic, with the user dictionary when there is one.
+    Korean(Box<Korean>),
     /// No dictionary: words only.
     Words,
     /// `CHAJA_KO_DIC=off`: no morphological tokens at all, for the fastest
@@ -50,12 +49,24 @@ pub enum Analyzer {
     Off,
 }
 
+/// A loaded Korean dictionary, and what it made of the sentences met so
+/// far.
+#[derive(Clone)]
+pub struct Korean {
+    segmenter: Segmenter,
+    /// Says which dictionary (see [`Analyzer::name`]).
+    name: String,
+    /// Each analyzer its own: another dictionary analyses a sentence
+    /// differently.
+    sentences: SentenceCache,
+}
+
 impl Analyzer {
     /// `ko-dic-3` (`ko-dic-3+user-<hash>` with a user dictionary), `words`
     /// or `off`; recorded with each index generation.
     pub fn name(&self) -> &str {
         match self {
-            Analyzer::Korean(_, name) => name,
+            Analyzer::Korean(korean) => &korean.name,
             Analyzer::Words => "words",
             Analyzer::Off => "off",
         }
@@ -65,8 +76,8 @@ impl Analyzer {
     /// analysed sentence by sentence (see [`sentences`]), as rows are.
     pub fn morphemes(&self, text: &str) -> Vec<String> {
         match self {
-            Analyzer::Korean(segmenter, _) => sentences(&normalize(text))
-                .flat_map(|sentence| content_morphemes(segmenter, sentence))
+            Analyzer::Korean(korean) => sentences(&normalize(text))
+                .flat_map(|sentence| content_morphemes(&korean.segmenter, sentence))
                 .collect(),
             Analyzer::Words => normalize(text)
                 .split(|c: char| !c.is_alphanumeric())
@@ -76,22 +87,20 @@ impl Analyzer {
             Analyzer::Off => Vec::new(),
         }
     }
-}
 
-impl Analyzer {
     /// Appends the content morphemes of a row's `text` to `out`, each
     /// after a space: [`Analyzer::morphemes`] as the morphological fields
     /// take them, with each sentence's analysis looked up in the
-    /// process's [`SentenceCache`] first.
+    /// analyzer's [`SentenceCache`] first.
     pub fn index_morphemes(&self, text: &str, out: &mut String) {
-        let Analyzer::Korean(segmenter, _) = self else {
+        let Analyzer::Korean(korean) = self else {
             for morpheme in self.morphemes(text) {
                 out.push(' ');
                 out.push_str(&morpheme);
             }
             return;
         };
-        let cache = sentence_cache();
+        let cache = &korean.sentences;
         for sentence in sentences(&normalize(text)) {
             let joined = match cache.get(sentence) {
                 Some(joined) => {
@@ -100,7 +109,9 @@ impl Analyzer {
                 }
                 None => {
                     SENTENCES_ANALYSED.fetch_add(1, Ordering::Relaxed);
-                    let joined: Arc<str> = content_morphemes(segmenter, sentence).join(" ").into();
+                    let joined: Arc<str> = content_morphemes(&korean.segmenter, sentence)
+                        .join(" ")
+                        .into();
                     cache.insert(sentence.into(), joined.clone());
                     joined
                 }
@@ -165,14 +176,14 @@ pub fn sentence_counts() -> (u64, u64) {
     )
 }
 
-/// How many bytes the [`SentenceCache`] may hold (keys, analyses and a
-/// guess at moka's own overhead); set once at start (see
+/// How many bytes a [`SentenceCache`] may hold (keys, analyses and a
+/// guess at moka's own overhead), read when a dictionary is loaded (see
 /// [`set_sentence_cache_bytes`]).
 static SENTENCE_CACHE_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_SENTENCE_CACHE_BYTES);
 pub const DEFAULT_SENTENCE_CACHE_BYTES: u64 = 64 << 20;
 
-/// Sets the [`SentenceCache`]'s bound; only before the first row is
-/// analysed (later calls change nothing). 0 turns it off.
+/// Sets the bound of the [`SentenceCache`] of dictionaries loaded from
+/// now on (the process's, in [`init`]). 0 turns it off.
 pub fn set_sentence_cache_bytes(bytes: u64) {
     SENTENCE_CACHE_BYTES.store(bytes, Ordering::Relaxed);
 }
@@ -183,16 +194,13 @@ pub fn set_sentence_cache_bytes(bytes: u64) {
 /// the sentences that do.
 type SentenceCache = moka::sync::Cache<Box<str>, Arc<str>, foldhash::fast::RandomState>;
 
-fn sentence_cache() -> &'static SentenceCache {
-    static CACHE: OnceLock<SentenceCache> = OnceLock::new();
-    CACHE.get_or_init(|| {
-        moka::sync::Cache::<Box<str>, Arc<str>>::builder()
-            .max_capacity(SENTENCE_CACHE_BYTES.load(Ordering::Relaxed))
-            .weigher(|sentence, joined| {
-                u32::try_from(sentence.len() + joined.len() + 64).unwrap_or(u32::MAX)
-            })
-            .build_with_hasher(foldhash::fast::RandomState::default())
-    })
+fn sentence_cache() -> SentenceCache {
+    moka::sync::Cache::<Box<str>, Arc<str>>::builder()
+        .max_capacity(SENTENCE_CACHE_BYTES.load(Ordering::Relaxed))
+        .weigher(|sentence, joined| {
+            u32::try_from(sentence.len() + joined.len() + 64).unwrap_or(u32::MAX)
+        })
+        .build_with_hasher(foldhash::fast::RandomState::default())
 }
 
 /// The content morphemes of normalized `text`. Only for the process's one
@@ -337,10 +345,11 @@ impl Analyzer {
         } else {
             (None, KO_DIC_RULES.to_owned())
         };
-        Ok(Analyzer::Korean(
-            Box::new(Segmenter::new(Mode::Normal, dictionary, user)),
+        Ok(Analyzer::Korean(Box::new(Korean {
+            segmenter: Segmenter::new(Mode::Normal, dictionary, user),
             name,
-        ))
+            sentences: sentence_cache(),
+        })))
     }
 }
 
