@@ -58,14 +58,20 @@ impl fmt::Display for Stages {
             "  reading rows   {} waiting on the database",
             secs(self.reading)
         )?;
-        let sentences = self.sentences_analysed + self.sentences_cached;
+        // Only the Korean analyzer reads sentences.
+        let sentences = match self.sentences_analysed + self.sentences_cached {
+            0 => String::new(),
+            all => format!(
+                ", {all} sentences, {:.1}% of them analysed before",
+                self.sentences_cached as f64 * 100.0 / all as f64
+            ),
+        };
         writeln!(
             f,
-            "  analysis       {}{}, {} sentences, {:.1}% of them analysed before",
+            "  analysis       {}{}{}",
             secs(self.analysis),
             cpu(self.analysis_cpu),
             sentences,
-            self.sentences_cached as f64 * 100.0 / sentences.max(1) as f64,
         )?;
         writeln!(
             f,
