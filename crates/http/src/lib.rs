@@ -356,8 +356,8 @@ pub fn router(state: AppState, limits: &Limits, extra: OpenApiRouter<AppState>) 
         .layer(PropagateRequestIdLayer::x_request_id())
         // No line per failed response: a 500 is logged where it happens
         // (`ApiError`, `ops::overloaded`), and under overload every shed
-        // 503 was an ERROR line, 18k a second at 400 clients, which wrote
-        // 80 MB in 20 s and took CPU from the answers. Metrics count them.
+        // 503 was an ERROR line, 18k a second at 400 clients: 80–100 MB
+        // of log in 20 s. Metrics count them.
         .layer(TraceLayer::new_for_http().on_failure(()))
         .layer(SetRequestIdLayer::x_request_id(
             request_id::RequestIds::new(),
