@@ -51,6 +51,7 @@ use crate::{Generation, Result};
 
 mod budget;
 mod count;
+mod exact_first;
 mod hit;
 mod kept;
 mod kept_docs;
@@ -68,7 +69,7 @@ pub(crate) use scan::doc_sources;
 
 use hit::load_hit;
 use kept_docs::Kept;
-use query::build_query;
+use query::{build_query, exact_first_query};
 use request::totals_key;
 use scan::{time_window, windows, Task, Work};
 
@@ -143,6 +144,7 @@ pub fn search(generation: &Generation, request: &Request) -> Result<Response> {
         &Budget::unlimited(),
         SPLIT_DOCS,
         min_ranges(),
+        true,
     ))
 }
 
@@ -160,6 +162,21 @@ pub fn search_split(
         &Budget::unlimited(),
         split_docs,
         usize::MAX,
+        true,
+    ))
+}
+
+/// [`search`] that scores the whole union under `match=morph`, as it did
+/// before `exact_first`: what the tests compare it with.
+#[cfg(test)]
+pub(crate) fn search_whole_union(generation: &Generation, request: &Request) -> Result<Response> {
+    unlimited(search_within(
+        generation,
+        request,
+        &Budget::unlimited(),
+        SPLIT_DOCS,
+        min_ranges(),
+        false,
     ))
 }
 
@@ -177,7 +194,7 @@ pub fn search_budgeted(
     request: &Request,
     budget: &Budget,
 ) -> std::result::Result<Response, ScanError> {
-    search_within(generation, request, budget, SPLIT_DOCS, min_ranges())
+    search_within(generation, request, budget, SPLIT_DOCS, min_ranges(), true)
 }
 
 /// A search; ranges of more than `split_docs` documents are cut in halves
@@ -188,6 +205,7 @@ fn search_within(
     budget: &Budget,
     split_docs: u32,
     min_ranges: usize,
+    exact_first: bool,
 ) -> std::result::Result<Response, ScanError> {
     budget.check()?;
     debug_assert!(!request.keywords.is_empty());
@@ -297,25 +315,50 @@ fn search_within(
     if tasks.iter().filter(|t| !t.range.is_empty()).count() < min_ranges {
         tasks = halves(tasks, split_docs);
     }
-    let partials = tasks
-        .par_iter()
-        .map(|task| {
-            let segment = searcher.segment_reader(task.ord);
-            let work = Work {
-                columns: &view.columns[task.ord as usize],
-                budget,
-                scanned: &generation.scanned,
-                doc_sources: &generation.doc_sources,
-                attr_arrays: &generation.attr_arrays,
-                patches,
-                terms: terms.as_deref(),
-                deleted: &generation.deleted,
-                term_bits: &generation.term_bits,
-                sets: sets.as_ref(),
-            };
-            scan::scan(&*weight, segment, task, request, work)
-        })
-        .collect::<std::result::Result<Vec<Partial>, ScanError>>()?;
+    let work = |task: &Task| Work {
+        columns: &view.columns[task.ord as usize],
+        budget,
+        scanned: &generation.scanned,
+        doc_sources: &generation.doc_sources,
+        attr_arrays: &generation.attr_arrays,
+        patches,
+        terms: terms.as_deref(),
+        deleted: &generation.deleted,
+        term_bits: &generation.term_bits,
+        sets: sets.as_ref(),
+    };
+    // `match=morph` under relevance: the exact rows first, and the whole
+    // union only when they do not fill the page (see `exact_first`).
+    let mut exact_partials = None;
+    let exact_first = match exact_first && exact_first::applies(request) {
+        true => exact_first_query(fields, request, Some(&kept)),
+        false => None,
+    };
+    if let Some((query, morphemes)) = exact_first {
+        let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+        let morphemes = exact_first::morpheme_terms(fields, &morphemes);
+        let found = tasks
+            .par_iter()
+            .map(|task| {
+                let segment = searcher.segment_reader(task.ord);
+                exact_first::scan(&*weight, &morphemes, segment, task, request, work(task))
+            })
+            .collect::<std::result::Result<Vec<(Partial, u64)>, ScanError>>()?;
+        let k = (request.offset + request.limit) as u64;
+        if found.iter().map(|(_, eligible)| eligible).sum::<u64>() >= k {
+            exact_partials = Some(found.into_iter().map(|(partial, _)| partial).collect());
+        }
+    }
+    let partials = match exact_partials {
+        Some(partials) => partials,
+        None => tasks
+            .par_iter()
+            .map(|task| {
+                let segment = searcher.segment_reader(task.ord);
+                scan::scan(&*weight, segment, task, request, work(task))
+            })
+            .collect::<std::result::Result<Vec<Partial>, ScanError>>()?,
+    };
     budget.check()?;
     let mut segment_totals = vec![[0u64; MAX_SOURCES]; keys.len()];
     let mut segment_facets: Vec<Vec<HashMap<String, u64>>> =

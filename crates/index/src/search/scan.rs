@@ -358,7 +358,7 @@ pub(super) fn scan(
 }
 
 /// Keeps `entry` if it is among the best `k` so far.
-fn offer(top: &mut BinaryHeap<Reverse<(Rank, DocId)>>, k: usize, entry: (Rank, DocId)) {
+pub(super) fn offer(top: &mut BinaryHeap<Reverse<(Rank, DocId)>>, k: usize, entry: (Rank, DocId)) {
     if top.len() < k {
         top.push(Reverse(entry));
     } else if top.peek().is_some_and(|Reverse(min)| entry > *min) {

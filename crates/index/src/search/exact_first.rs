@@ -1,0 +1,243 @@
+//! `sort=relevance&match=morph` when the exact rows fill the page.
+//!
+//! Under `match=morph` a row matches when it holds every keyword as typed
+//! (the exact rows) or every morpheme of them. An exact row scores
+//! `EXACT_TIER` plus its morphemes' BM25, more than any row that only holds
+//! the morphemes can (see `query`). So when at least a page of exact rows
+//! ranks below the cursor, the page holds exact rows only, and only they
+//! need a score. Two common words hold their morphemes in most rows (`있는
+//! 없기`: 705,160 of 1M), while far fewer hold both words as typed, and
+//! scoring every row of the union was the slowest of the first queries.
+//!
+//! The total is still the union's, by source: the rows that hold every
+//! morpheme, counted from the morphemes' postings as bitsets (see
+//! `count::term_words`, which keeps a common term's), plus the exact rows
+//! outside them, which the scoring visits anyway. When the exact rows fall
+//! short of a page, the search scores the whole union as before; what was
+//! done here is then lost, and it is a part of what the union's scan reads.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::Ordering;
+
+use tantivy::query::Weight;
+use tantivy::{DocAddress, DocId, DocSet, SegmentReader, Term};
+
+use super::budget::{ScanError, BUDGET_EVERY_MATCHES};
+use super::count::{alive_in, deleted_docs, plain_keywords, term_words};
+use super::request::{rank, Rank, Request};
+use super::scan::{offer, with_recency, Task, Work};
+use super::{Partial, SourceCounts};
+use crate::schema::Fields;
+use chaja_core::sources::MAX_SOURCES;
+
+/// Whether the request's total can be counted as the union of bitsets and
+/// its page found among its exact rows: `match=morph` under relevance, over
+/// keywords as typed, with no attribute filter, range or facet (those read
+/// columns per row, which the union's bitsets do not).
+pub(super) fn applies(request: &Request) -> bool {
+    plain_keywords(request) && !request.filter.reads_attributes() && request.facets.is_empty()
+}
+
+/// Each morpheme's title and content terms.
+pub(super) fn morpheme_terms(fields: &Fields, morphemes: &[String]) -> Vec<[Term; 2]> {
+    morphemes
+        .iter()
+        .map(|m| {
+            [
+                Term::from_field_text(fields.title_morph, m),
+                Term::from_field_text(fields.content_morph, m),
+            ]
+        })
+        .collect()
+}
+
+/// Scans a task's range with `weight`, the exact rows scored as the union
+/// scores them (see `query::exact_first_query`): the best k of those that
+/// rank below the cursor, how many rank below it, and the range's union
+/// total (or its known one).
+pub(super) fn scan(
+    weight: &dyn Weight,
+    morphemes: &[[Term; 2]],
+    segment: &SegmentReader,
+    task: &Task,
+    request: &Request,
+    work: Work,
+) -> Result<(Partial, u64), ScanError> {
+    let Task {
+        ord,
+        source,
+        ref range,
+        known_total,
+        ..
+    } = *task;
+    let range = range.clone();
+    work.budget.check()?;
+    let k = request.offset + request.limit;
+    let (created, uid, tag) = (&work.columns.created, &work.columns.uid, &work.columns.tag);
+    let alive = segment.alive_bitset();
+    // The rows that hold every morpheme, as the words of the range, when
+    // the total is to be counted.
+    let first = (range.start / 64) as usize;
+    let every = match known_total.is_none() && !range.is_empty() {
+        true => {
+            let words = first..range.end.div_ceil(64) as usize;
+            // Kept when the range is a quarter of its segment or more, as
+            // `kept` keeps them; each term decides by its frequency.
+            let keep = u64::from(range.end - range.start) * 4 >= u64::from(segment.max_doc());
+            let mut every = vec![!0u64; words.len()];
+            for [title, content] in morphemes {
+                let title = term_words(segment, title, words.clone(), keep, work.term_bits)?;
+                let content = term_words(segment, content, words.clone(), keep, work.term_bits)?;
+                for ((e, t), c) in every.iter_mut().zip(title).zip(content) {
+                    *e &= t | c;
+                }
+            }
+            Some(every)
+        }
+        false => None,
+    };
+    let mut scorer = weight.scorer(segment, 1.0)?;
+    let mut top: BinaryHeap<Reverse<(Rank, DocId)>> = BinaryHeap::with_capacity(k + 1);
+    // Exact rows outside `every`, and exact rows below the cursor.
+    let (mut outside, mut eligible) = (0u64, 0u64);
+    let mut scanned = 0u64;
+    let mut doc = scorer.doc();
+    if doc < range.start {
+        doc = scorer.seek(range.start);
+    }
+    while doc < range.end {
+        scanned += 1;
+        if scanned.is_multiple_of(u64::from(BUDGET_EVERY_MATCHES)) && work.budget.exhausted() {
+            work.scanned.fetch_add(scanned, Ordering::Relaxed);
+            return Err(ScanError::Stopped);
+        }
+        if alive.is_some_and(|a| a.is_deleted(doc)) {
+            doc = scorer.advance();
+            continue;
+        }
+        let created_at = created.first(doc).unwrap_or_default();
+        let doc_tag = tag.first(doc).unwrap_or_default();
+        if request.filter.accepts(created_at, doc_tag) {
+            if let Some(every) = &every {
+                let bit = doc - first as DocId * 64;
+                if every[(bit / 64) as usize] & (1 << (bit % 64)) == 0 {
+                    outside += 1;
+                }
+            }
+            let score = with_recency(scorer.score(), created_at, request.now);
+            let doc_uid = uid.first(doc).unwrap_or_default();
+            let r = rank(&request.sort, created_at, doc_uid, doc_tag, score, 0);
+            if request.after.is_none_or(|after| r < after) {
+                eligible += 1;
+                offer(&mut top, k, (r, doc));
+            }
+        }
+        doc = scorer.advance();
+    }
+    work.scanned.fetch_add(scanned, Ordering::Relaxed);
+    let counts = match (known_total, every) {
+        (Some(known), _) => known,
+        (None, None) => [0; MAX_SOURCES],
+        (None, Some(every)) => {
+            let gone = deleted_docs(work.deleted, segment);
+            let from = gone.partition_point(|&d| d < range.start);
+            let to = gone.partition_point(|&d| d < range.end);
+            let mut counts: SourceCounts = [0; MAX_SOURCES];
+            counts[source] = alive_in(every, &range, &gone[from..to]) + outside;
+            counts
+        }
+    };
+    let top = top
+        .into_iter()
+        .map(|Reverse((r, doc))| (r, DocAddress::new(ord, doc)))
+        .collect();
+    let partial = Partial {
+        counts,
+        facets: Vec::new(),
+        top,
+    };
+    Ok((partial, eligible))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use chaja_core::sources::SourceId;
+    use chaja_core::text::parse_query;
+
+    use crate::search::kept::tests::index;
+    use crate::search::{search, search_whole_union, Request, Sort};
+
+    /// Relevance with `match=morph` answers as when the whole union was
+    /// scored: the same hits, ranks and totals by source, on pages of 1 to
+    /// 500 rows, on a second page from the first one's cursor, under a
+    /// source filter and a time window; and for a query with no exact row
+    /// or with fewer than a page of them, where the union has to be
+    /// scored. At least one page visits fewer rows than the union's scan,
+    /// so the exact rows' path is the one that answered.
+    #[test]
+    fn exact_rows_first_answer_as_the_whole_union() {
+        let (_dir, generation, _docs) = index();
+        let mut fewer = 0;
+        for q in [
+            "있습니다.",
+            "설정합니다 서버를",
+            "가나다라마 설정합니다 있습니다.",
+            "있습니다. 드문말입니다",
+            "드문말입니다",
+            "서버를 배포",
+            // As typed, inside the word 서버를, so the exact rows do not
+            // hold its morpheme (a word, without the dictionary): they are
+            // counted outside the morphemes' rows.
+            "서버",
+            "서버 배포",
+            // In no row as typed, but its morpheme is.
+            "있습니다!",
+        ] {
+            for limit in [1, 5, 40, 500] {
+                for (only, window) in [
+                    (None, None),
+                    (Some(SourceId::from_index(1)), None),
+                    (None, Some((200, 600))),
+                ] {
+                    let mut request = Request::newest_first(parse_query(q), limit);
+                    request.sort = Sort::Relevance;
+                    request.morph = true;
+                    request.now = 1_000;
+                    request.filter.source = only;
+                    if let Some((from, to)) = window {
+                        request.filter.from = Some(from);
+                        request.filter.to = Some(to);
+                    }
+                    let what = format!("{q} limit {limit} {only:?} {window:?}");
+                    let answer = |request: &Request, whole: bool| {
+                        generation.totals.invalidate_all();
+                        let before = generation.scanned.load(Ordering::Relaxed);
+                        let found = match whole {
+                            true => search_whole_union(&generation, request),
+                            false => search(&generation, request),
+                        };
+                        let scanned = generation.scanned.load(Ordering::Relaxed) - before;
+                        (found.unwrap(), scanned)
+                    };
+                    let (found, scanned) = answer(&request, false);
+                    let (want, union_scanned) = answer(&request, true);
+                    assert_eq!(found, want, "{what}");
+                    if scanned < union_scanned {
+                        fewer += 1;
+                    }
+                    // The next page, from the last hit's cursor.
+                    if let Some(last) = found.hits.last() {
+                        request.after = Some(last.rank);
+                        let (found, _) = answer(&request, false);
+                        let (want, _) = answer(&request, true);
+                        assert_eq!(found, want, "{what}, second page");
+                    }
+                }
+            }
+        }
+        assert!(fewer > 0, "no page was found among the exact rows alone");
+    }
+}
