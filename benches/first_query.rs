@@ -262,8 +262,10 @@ async fn main() {
         );
     }
     slowest.sort_by_key(|entry| Reverse(entry.0));
-    println!("\nthe slowest queries (place in the run, class, query, total):");
-    for (took, place, class, q, total) in slowest.iter().take(15) {
+    // The slowest 1% (15 at least): what the p99 over all classes is made of.
+    let shown = (slowest.len() / 100).max(15);
+    println!("\nthe slowest {shown} queries (place in the run, class, query, total):");
+    for (took, place, class, q, total) in slowest.iter().take(shown) {
         println!("  {:8.2} ms  #{place:<5} {class}: {q} ({total})", ms(*took));
     }
     all.sort();
