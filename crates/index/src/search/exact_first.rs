@@ -172,7 +172,8 @@ mod tests {
 
     /// Relevance with `match=morph` answers as when the whole union was
     /// scored: the same hits, ranks and totals by source, on pages of 1 to
-    /// 500 rows, on a second page from the first one's cursor, under a
+    /// 500 rows, one of them at an offset, on a second page from the first
+    /// one's cursor, under a
     /// source filter and a time window; and for a query with no exact row
     /// or with fewer than a page of them, where the union has to be
     /// scored. At least one page visits fewer rows than the union's scan,
@@ -203,6 +204,9 @@ mod tests {
                     (None, Some((200, 600))),
                 ] {
                     let mut request = Request::newest_first(parse_query(q), limit);
+                    // A page further in by offset, too: the page is the
+                    // exact rows' only when offset + limit of them rank.
+                    request.offset = if limit == 5 { 10 } else { 0 };
                     request.sort = Sort::Relevance;
                     request.morph = true;
                     request.now = 1_000;
