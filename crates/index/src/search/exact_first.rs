@@ -82,8 +82,9 @@ pub(super) fn scan(
     let every = match known_total.is_none() && !range.is_empty() {
         true => {
             let words = first..range.end.div_ceil(64) as usize;
-            // Kept when the range is a quarter of its segment or more, as
-            // `kept` keeps them; each term decides by its frequency.
+            // A common term's bitset of its whole segment is kept when the
+            // range is a quarter of the segment or more (`kept` asks a
+            // quarter of the run), so that later searches read it.
             let keep = u64::from(range.end - range.start) * 4 >= u64::from(segment.max_doc());
             let mut every = vec![!0u64; words.len()];
             for [title, content] in morphemes {
@@ -173,11 +174,10 @@ mod tests {
     /// Relevance with `match=morph` answers as when the whole union was
     /// scored: the same hits, ranks and totals by source, on pages of 1 to
     /// 500 rows, one of them at an offset, on a second page from the first
-    /// one's cursor, under a
-    /// source filter and a time window; and for a query with no exact row
-    /// or with fewer than a page of them, where the union has to be
-    /// scored. At least one page visits fewer rows than the union's scan,
-    /// so the exact rows' path is the one that answered.
+    /// one's cursor, under a source filter and a time window; and for a
+    /// query with no exact row or with fewer than a page of them, where the
+    /// union has to be scored. At least one page visits fewer rows than
+    /// the union's scan, so the exact rows' path is the one that answered.
     #[test]
     fn exact_rows_first_answer_as_the_whole_union() {
         let (_dir, generation, _docs) = index();
