@@ -20,42 +20,65 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering;
 
-use tantivy::query::Weight;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, Weight};
 use tantivy::{DocAddress, DocId, DocSet, SegmentReader, Term};
 
 use super::budget::{ScanError, BUDGET_EVERY_MATCHES};
 use super::count::{alive_in, deleted_docs, plain_keywords, term_words};
-use super::request::{rank, Rank, Request};
+use super::kept_docs::Kept;
+use super::query::{morph_query, morpheme_fields, morphemes, substring_query, EXACT_TIER};
+use super::request::{rank, Rank, Request, Sort};
 use super::scan::{offer, with_recency, Task, Work};
 use super::{Partial, SourceCounts};
 use crate::schema::Fields;
 use chaja_core::sources::MAX_SOURCES;
 
-/// Whether the request's total can be counted as the union of bitsets and
-/// its page found among its exact rows: `match=morph` under relevance, over
-/// keywords as typed, with no attribute filter, range or facet (those read
-/// columns per row, which the union's bitsets do not).
-pub(super) fn applies(request: &Request) -> bool {
-    plain_keywords(request) && !request.filter.reads_attributes() && request.facets.is_empty()
+/// What the exact rows' scan reads: the query and the morphemes' terms.
+pub(super) struct ExactFirst {
+    pub(super) query: Box<dyn Query>,
+    /// Each morpheme's title and content terms.
+    pub(super) morphemes: Vec<[Term; 2]>,
 }
 
-/// Each morpheme's title and content terms.
-pub(super) fn morpheme_terms(fields: &Fields, morphemes: &[String]) -> Vec<[Term; 2]> {
-    morphemes
-        .iter()
-        .map(|m| {
-            [
-                Term::from_field_text(fields.title_morph, m),
-                Term::from_field_text(fields.content_morph, m),
-            ]
-        })
-        .collect()
+/// The query whose matches are the exact rows, each scored as
+/// `query::build_query`'s union scores it (`EXACT_TIER`, plus the
+/// morphemes' BM25 where the row holds every morpheme: tantivy adds the
+/// same two scores in a union and in a required-optional pair), and the
+/// morphemes' title and content terms. `None` unless the request is
+/// `match=morph` under relevance, with morphemes, over keywords as typed,
+/// with no attribute filter, range or facet (those read columns per row,
+/// which the union's bitsets do not).
+pub(super) fn query(fields: &Fields, request: &Request, kept: &Kept) -> Option<ExactFirst> {
+    if request.sort != Sort::Relevance
+        || !request.morph
+        || !plain_keywords(request)
+        || request.filter.reads_attributes()
+        || !request.facets.is_empty()
+    {
+        return None;
+    }
+    let morphemes = morphemes(request);
+    if morphemes.is_empty() {
+        return None;
+    }
+    let exact = substring_query(fields, request, false, Some(kept));
+    let query = BooleanQuery::new(vec![
+        (
+            Occur::Must,
+            Box::new(ConstScoreQuery::new(exact, EXACT_TIER)) as Box<dyn Query>,
+        ),
+        (Occur::Should, morph_query(fields, &morphemes, Occur::Must)),
+    ]);
+    Some(ExactFirst {
+        query: Box::new(query),
+        morphemes: morpheme_fields(fields, &morphemes),
+    })
 }
 
 /// Scans a task's range with `weight`, the exact rows scored as the union
-/// scores them (see `query::exact_first_query`): the best k of those that
-/// rank below the cursor, how many rank below it, and the range's union
-/// total (or its known one).
+/// scores them (see [`query`]): the best k of those that rank below the
+/// cursor, how many rank below it, and the range's union total (or its
+/// known one).
 pub(super) fn scan(
     weight: &dyn Weight,
     morphemes: &[[Term; 2]],

@@ -36,7 +36,7 @@ use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER
 
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
 use super::count::{alive_in, plain_keywords, term_words, TermBits, DENSE_RATIO};
-use super::query::{gram_field, keyword_query, morphemes};
+use super::query::{gram_field, keyword_query, morpheme_fields, morphemes};
 use super::request::Request;
 use crate::schema::Fields;
 use crate::tokenizer::fourgram_cover;
@@ -84,15 +84,7 @@ pub(super) fn keyword_sets(
         return Ok(None);
     }
     let morphemes = match request.morph {
-        true => morphemes(request)
-            .iter()
-            .map(|m| {
-                [
-                    Term::from_field_text(fields.title_morph, m),
-                    Term::from_field_text(fields.content_morph, m),
-                ]
-            })
-            .collect(),
+        true => morpheme_fields(fields, &morphemes(request)),
         false => Vec::new(),
     };
     let unscored = EnableScoring::disabled_from_searcher(searcher);

@@ -69,7 +69,7 @@ pub(crate) use scan::doc_sources;
 
 use hit::load_hit;
 use kept_docs::Kept;
-use query::{build_query, exact_first_query};
+use query::build_query;
 use request::totals_key;
 use scan::{time_window, windows, Task, Work};
 
@@ -330,13 +330,12 @@ fn search_within(
     // `match=morph` under relevance: the exact rows first, and the whole
     // union only when they do not fill the page (see `exact_first`).
     let mut exact_partials = None;
-    let exact_first = match exact_first && exact_first::applies(request) {
-        true => exact_first_query(fields, request, Some(&kept)),
+    let exact_first = match exact_first {
+        true => exact_first::query(fields, request, &kept),
         false => None,
     };
-    if let Some((query, morphemes)) = exact_first {
+    if let Some(exact_first::ExactFirst { query, morphemes }) = exact_first {
         let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
-        let morphemes = exact_first::morpheme_terms(fields, &morphemes);
         let found = tasks
             .par_iter()
             .map(|task| {

@@ -86,35 +86,6 @@ pub(crate) fn build_query(
     Box::new(BooleanQuery::new(must))
 }
 
-/// `sort=relevance&match=morph` restricted to the exact rows: the rows
-/// that hold every keyword as typed, each scored as [`build_query`]'s union
-/// scores it (`EXACT_TIER`, plus the morphemes' BM25 where the row holds
-/// every morpheme: tantivy adds the same two scores in a union and in a
-/// required-optional pair). `None` unless the request is such a search and
-/// has morphemes.
-pub(super) fn exact_first_query(
-    fields: &Fields,
-    request: &Request,
-    kept: Option<&Kept>,
-) -> Option<(Box<dyn Query>, Vec<String>)> {
-    if request.sort != super::request::Sort::Relevance || !request.morph {
-        return None;
-    }
-    let morphemes = morphemes(request);
-    if morphemes.is_empty() {
-        return None;
-    }
-    let exact = substring_query(fields, request, false, kept);
-    let query = BooleanQuery::new(vec![
-        (
-            Occur::Must,
-            Box::new(ConstScoreQuery::new(exact, EXACT_TIER)) as Box<dyn Query>,
-        ),
-        (Occur::Should, morph_query(fields, &morphemes, Occur::Must)),
-    ]);
-    Some((Box::new(query), morphemes))
-}
-
 /// The request's keywords' morphemes, each once, sorted.
 pub(super) fn morphemes(request: &Request) -> Vec<String> {
     let mut morphemes: Vec<String> = request
@@ -195,6 +166,20 @@ pub(super) fn morph_terms(fields: &Fields, morphemes: &[String]) -> Vec<(Term, f
             [
                 (Term::from_field_text(fields.title_morph, m), TITLE_BOOST),
                 (Term::from_field_text(fields.content_morph, m), 1.0),
+            ]
+        })
+        .collect()
+}
+
+/// Each morpheme's title and content terms: a row holds the morpheme when
+/// it holds either.
+pub(super) fn morpheme_fields(fields: &Fields, morphemes: &[String]) -> Vec<[Term; 2]> {
+    morphemes
+        .iter()
+        .map(|m| {
+            [
+                Term::from_field_text(fields.title_morph, m),
+                Term::from_field_text(fields.content_morph, m),
             ]
         })
         .collect()
