@@ -112,6 +112,9 @@ pub struct SearchService {
     /// deadline even if nothing else stops it.
     pub request_timeout: Duration,
     did_you_mean: AlternativesCache,
+    /// The machine's cores: past as many searches at once, each runs on
+    /// one thread (see [`search::Fanout`]).
+    cores: usize,
 }
 
 impl SearchService {
@@ -141,6 +144,7 @@ impl SearchService {
                 .max_capacity(10_000)
                 .time_to_live(Duration::from_secs(30))
                 .build(),
+            cores: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }
 
@@ -235,6 +239,9 @@ impl SearchService {
             false => None,
         };
         let turn = self.engine.enter().await?;
+        // With this turn, the searches at work now; enough of them keep the
+        // cores busy without fanning out.
+        let fanout = search::Fanout::for_load(self.engine.taken(), self.cores);
         let stop = budget.stop_on_drop();
         let (response, request) = tokio::task::spawn_blocking(move || {
             // The turns are the work's, not the request's: a scan that
@@ -242,7 +249,7 @@ impl SearchService {
             let _turns = (lane_turn, turn);
             let _enter = span.enter();
             let started = Instant::now();
-            let result = search::search_budgeted(&generation, &request, &budget);
+            let result = search::search_budgeted(&generation, &request, &budget, fanout);
             *index_time.lock().expect("timing lock") = Some(started.elapsed());
             result.map(|r| (r, request))
         })
@@ -304,9 +311,14 @@ impl SearchService {
                 .filter_map(|word| {
                     let request = Request::newest_first(parse_query(&word), 1);
                     let budget = search::Budget::until(deadline);
-                    let total = search::search_budgeted(&generation, &request, &budget)
-                        .ok()?
-                        .total;
+                    let total = search::search_budgeted(
+                        &generation,
+                        &request,
+                        &budget,
+                        search::Fanout::Parallel,
+                    )
+                    .ok()?
+                    .total;
                     (total > 0).then_some(Alternative { q: word, total })
                 })
                 .collect::<Vec<_>>()

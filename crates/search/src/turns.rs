@@ -28,6 +28,8 @@ use crate::{Result, SearchError};
 /// A fair semaphore with a bounded line of waiters.
 pub struct Turns {
     turns: Arc<Semaphore>,
+    /// How many turns there are.
+    size: usize,
     waiting: AtomicUsize,
     max_waiting: usize,
     /// The `lane` label of `searches_shed_total`.
@@ -39,6 +41,7 @@ impl Turns {
     pub fn new(name: &'static str, turns: usize, max_waiting: usize) -> Turns {
         Turns {
             turns: Arc::new(Semaphore::new(turns.max(1))),
+            size: turns.max(1),
             waiting: AtomicUsize::new(0),
             max_waiting,
             name,
@@ -89,6 +92,11 @@ impl Turns {
     }
 
     /// Searches waiting for a turn now.
+    /// How many turns are taken now.
+    pub fn taken(&self) -> usize {
+        self.size - self.turns.available_permits()
+    }
+
     pub fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
     }

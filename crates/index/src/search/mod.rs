@@ -40,7 +40,6 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use rayon::prelude::*;
 use tantivy::query::{EnableScoring, Query};
 use tantivy::{DocAddress, DocId};
 
@@ -52,6 +51,7 @@ use crate::{Generation, Result};
 mod budget;
 mod count;
 mod exact_first;
+mod fanout;
 mod hit;
 mod kept;
 mod kept_docs;
@@ -64,6 +64,7 @@ pub use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
 pub use budget::{Budget, ScanError, StopOnDrop};
 pub use count::counts_without_visiting;
 pub(crate) use count::{DeletedDocs, TermBits, TERM_BITS_BYTES};
+pub use fanout::Fanout;
 pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort, DEFAULT_FACET_SIZE};
 pub(crate) use scan::doc_sources;
 
@@ -145,6 +146,7 @@ pub fn search(generation: &Generation, request: &Request) -> Result<Response> {
         SPLIT_DOCS,
         min_ranges(),
         true,
+        Fanout::Parallel,
     ))
 }
 
@@ -163,6 +165,7 @@ pub fn search_split(
         split_docs,
         usize::MAX,
         true,
+        Fanout::Parallel,
     ))
 }
 
@@ -177,6 +180,7 @@ pub(crate) fn search_whole_union(generation: &Generation, request: &Request) -> 
         SPLIT_DOCS,
         min_ranges(),
         false,
+        Fanout::Parallel,
     ))
 }
 
@@ -188,13 +192,23 @@ fn unlimited(searched: std::result::Result<Response, ScanError>) -> Result<Respo
     }
 }
 
-/// [`search`], stopping when `budget` runs out. Blocking.
+/// [`search`], stopping when `budget` runs out, its tasks run as `fanout`
+/// says. Blocking.
 pub fn search_budgeted(
     generation: &Generation,
     request: &Request,
     budget: &Budget,
+    fanout: Fanout,
 ) -> std::result::Result<Response, ScanError> {
-    search_within(generation, request, budget, SPLIT_DOCS, min_ranges(), true)
+    search_within(
+        generation,
+        request,
+        budget,
+        SPLIT_DOCS,
+        min_ranges(),
+        true,
+        fanout,
+    )
 }
 
 /// A search; ranges of more than `split_docs` documents are cut in halves
@@ -206,6 +220,7 @@ fn search_within(
     split_docs: u32,
     min_ranges: usize,
     exact_first: bool,
+    fanout: Fanout,
 ) -> std::result::Result<Response, ScanError> {
     budget.check()?;
     debug_assert!(!request.keywords.is_empty());
@@ -312,7 +327,10 @@ fn search_within(
     }
     // Empty tasks (a segment of patches, or outside a time window) read
     // nothing and keep no thread busy.
-    if tasks.iter().filter(|t| !t.range.is_empty()).count() < min_ranges {
+    // On one thread, halves would only add scorers to set up.
+    if fanout == Fanout::Parallel
+        && tasks.iter().filter(|t| !t.range.is_empty()).count() < min_ranges
+    {
         tasks = halves(tasks, split_docs);
     }
     let work = |task: &Task| Work {
@@ -336,13 +354,10 @@ fn search_within(
     };
     if let Some(exact_first::ExactFirst { query, morphemes }) = exact_first {
         let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
-        let found = tasks
-            .par_iter()
-            .map(|task| {
-                let segment = searcher.segment_reader(task.ord);
-                exact_first::scan(&*weight, &morphemes, segment, task, request, work(task))
-            })
-            .collect::<std::result::Result<Vec<(Partial, u64)>, ScanError>>()?;
+        let found = fanout.each(&tasks, |task| {
+            let segment = searcher.segment_reader(task.ord);
+            exact_first::scan(&*weight, &morphemes, segment, task, request, work(task))
+        })?;
         let k = (request.offset + request.limit) as u64;
         if found.iter().map(|(_, eligible)| eligible).sum::<u64>() >= k {
             exact_partials = Some(found.into_iter().map(|(partial, _)| partial).collect());
@@ -350,13 +365,10 @@ fn search_within(
     }
     let partials = match exact_partials {
         Some(partials) => partials,
-        None => tasks
-            .par_iter()
-            .map(|task| {
-                let segment = searcher.segment_reader(task.ord);
-                scan::scan(&*weight, segment, task, request, work(task))
-            })
-            .collect::<std::result::Result<Vec<Partial>, ScanError>>()?,
+        None => fanout.each(&tasks, |task| {
+            let segment = searcher.segment_reader(task.ord);
+            scan::scan(&*weight, segment, task, request, work(task))
+        })?,
     };
     budget.check()?;
     let mut segment_totals = vec![[0u64; MAX_SOURCES]; keys.len()];
