@@ -30,7 +30,7 @@ impl Fanout {
     /// `Sequential` when `running` searches, this one included, are enough
     /// to keep `cores` busy without fanning out.
     pub fn for_load(running: usize, cores: usize) -> Fanout {
-        match running >= cores.max(2) {
+        match running >= cores {
             true => Fanout::Sequential,
             false => Fanout::Parallel,
         }
@@ -124,7 +124,7 @@ mod tests {
         assert_eq!(Fanout::for_load(9, 2), Fanout::Sequential);
         assert_eq!(Fanout::for_load(3, 4), Fanout::Parallel);
         assert_eq!(Fanout::for_load(4, 4), Fanout::Sequential);
-        // One core: a lone search still hands its tasks to the pool.
-        assert_eq!(Fanout::for_load(1, 1), Fanout::Parallel);
+        // One core: the pool has no second thread to give.
+        assert_eq!(Fanout::for_load(1, 1), Fanout::Sequential);
     }
 }

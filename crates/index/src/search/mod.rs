@@ -23,9 +23,12 @@
 //! - a source filter reads only that source's run, and a time filter
 //!   (`from`, `to`) only a contiguous range of each run.
 //!
-//! When a search has few ranges to scan (one merged segment), large ones
-//! are cut in two halves scanned in parallel (a scorer can `seek` to the
-//! middle), because a core would otherwise sit idle.
+//! A search alone on the machine scans its ranges in parallel; when other
+//! searches keep every core busy, it scans them one after another on its
+//! own thread (see [`Fanout`]). When a search that fans out has few
+//! ranges to scan (one merged segment), large ones are cut in two halves
+//! scanned in parallel (a scorer can `seek` to the middle), because a
+//! core would otherwise sit idle.
 //!
 //! A search can be stopped: its [`Budget`] is checked at the start of
 //! every scanned range and after every 4,096 matches the scorer yields, so
