@@ -262,7 +262,7 @@ pub const HIGHLIGHT_SCAN_BYTES: usize = 256 << 10;
 /// `HIGHLIGHT_SCAN_BYTES` of `original`.
 ///
 /// Every hit of an answer is highlighted, so this runs ten times a query:
-/// most texts are searched as they are (see [`plain_spans`]), and only
+/// most texts are searched as they are (see `plain_spans`), and only
 /// the others are normalized with a map back to the original.
 pub fn highlight(original: &str, keywords: &[Keyword], window_chars: usize) -> Option<String> {
     let mut scanned = original.len().min(HIGHLIGHT_SCAN_BYTES);

@@ -73,7 +73,7 @@ impl Analyzer {
     }
 
     /// The content morphemes of `text`, normalized like the n-gram fields,
-    /// analysed sentence by sentence (see [`sentences`]), as rows are.
+    /// analysed sentence by sentence (see `sentences`), as rows are.
     pub fn morphemes(&self, text: &str) -> Vec<String> {
         match self {
             Analyzer::Korean(korean) => sentences(&normalize(text))
@@ -91,7 +91,7 @@ impl Analyzer {
     /// Appends the content morphemes of a row's `text` to `out`, each
     /// after a space: [`Analyzer::morphemes`] as the morphological fields
     /// take them, with each sentence's analysis looked up in the
-    /// analyzer's [`SentenceCache`] first.
+    /// analyzer's `SentenceCache` first.
     pub fn index_morphemes(&self, text: &str, out: &mut String) {
         let Analyzer::Korean(korean) = self else {
             for morpheme in self.morphemes(text) {
@@ -168,7 +168,7 @@ static SENTENCES_ANALYSED: AtomicU64 = AtomicU64::new(0);
 static SENTENCES_CACHED: AtomicU64 = AtomicU64::new(0);
 
 /// Sentences of rows analysed by lindera and found in the
-/// [`SentenceCache`] so far in this process: what a rebuild reports.
+/// `SentenceCache` so far in this process: what a rebuild reports.
 pub fn sentence_counts() -> (u64, u64) {
     (
         SENTENCES_ANALYSED.load(Ordering::Relaxed),
@@ -182,7 +182,7 @@ pub fn sentence_counts() -> (u64, u64) {
 static SENTENCE_CACHE_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_SENTENCE_CACHE_BYTES);
 pub const DEFAULT_SENTENCE_CACHE_BYTES: u64 = 64 << 20;
 
-/// Sets the bound of the [`SentenceCache`] of dictionaries loaded from
+/// Sets the bound of the `SentenceCache` of dictionaries loaded from
 /// now on (the process's, in [`init`]). 0 turns it off.
 pub fn set_sentence_cache_bytes(bytes: u64) {
     SENTENCE_CACHE_BYTES.store(bytes, Ordering::Relaxed);

@@ -100,7 +100,7 @@ impl Health {
         (finding.at.elapsed() < FRESH_FOR).then_some(finding)
     }
 
-    /// Checks every [`CHECK_EVERY`] until `shutdown`. `db` should be a pool
+    /// Checks every `CHECK_EVERY` until `shutdown`. `db` should be a pool
     /// of its own (see the module docs).
     pub async fn watch(
         self,

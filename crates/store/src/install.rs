@@ -281,7 +281,7 @@ fn stand_in_name(source: &Source, event: Event) -> String {
 /// Creates chaja's tables and every source's triggers, after checking the
 /// sources against the database. Triggers already there are kept when
 /// they are exactly what this configuration would create; chaja's own of
-/// another version or configuration are upgraded (see [`upgrade`]); one
+/// another version or configuration are upgraded (see `upgrade`); one
 /// that is not chaja's stops the install first.
 pub async fn install(db: &Db, sources: &Sources) -> Result<()> {
     let mut watched = Vec::with_capacity(sources.len());

@@ -2,7 +2,7 @@
 //!
 //! It reads outbox rows after the newest one it has seen, loads the current
 //! state of each changed row and upserts or deletes it, then commits with
-//! what it applied in the commit payload (a [`Checkpoint`]). Loading the
+//! what it applied in the commit payload (a `Checkpoint`). Loading the
 //! current state (rather than replaying the change) makes applying a change
 //! idempotent, so replaying after a crash cannot leave a duplicate or an
 //! old version.
@@ -24,7 +24,7 @@
 //! - A gap is forgotten only when it is known never to appear. The
 //!   transaction that allocated an id holds a lock on the outbox row it
 //!   inserted until it ends, so a locking read of the gap that does not
-//!   wait ([`outbox::ranges_settled`]) succeeds only once no transaction has
+//!   wait (`outbox::ranges_settled`) succeeds only once no transaction has
 //!   an uncommitted row there; after that, an id the next read still
 //!   misses was rolled back. This asks for no privilege, unlike
 //!   `information_schema.innodb_trx` (which MySQL also serves from a cache

@@ -1,5 +1,5 @@
 //! The hot-query cache: L1 in-process, L2 Redis shared by every replica,
-//! plus [`trending`] keywords.
+//! plus trending keywords (`crate::trending`).
 //!
 //! A cached answer carries the version of the index it was computed on
 //! (its watermark: [`Version`], which changes with every commit
