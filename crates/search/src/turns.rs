@@ -91,12 +91,12 @@ impl Turns {
             .expect("turns are never closed")
     }
 
-    /// Searches waiting for a turn now.
     /// How many turns are taken now.
     pub fn taken(&self) -> usize {
         self.size - self.turns.available_permits()
     }
 
+    /// Searches waiting for a turn now.
     pub fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
     }
@@ -111,7 +111,9 @@ mod tests {
     #[tokio::test]
     async fn turns_go_in_order_and_a_full_line_refuses_at_once() {
         let turns = Arc::new(Turns::new("test", 1, 2));
+        assert_eq!(turns.taken(), 0);
         let held = turns.hold().await;
+        assert_eq!(turns.taken(), 1);
         let order = Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut waiters = Vec::new();
         for i in 0..2 {
@@ -133,6 +135,7 @@ mod tests {
         }
         assert_eq!(*order.lock().unwrap(), [0, 1]);
         assert_eq!(turns.waiting(), 0);
+        assert_eq!(turns.taken(), 0, "every turn was given back");
         assert!(turns.try_enter().is_some());
     }
 
