@@ -160,14 +160,9 @@ pub(super) fn morph_query(fields: &Fields, morphemes: &[String], occur: Occur) -
 /// Each morpheme as a title term (boosted) and a content term: what
 /// [`morph_query`] sums, for [`ScoredByTerms`].
 pub(super) fn morph_terms(fields: &Fields, morphemes: &[String]) -> Vec<(Term, f32)> {
-    morphemes
-        .iter()
-        .flat_map(|m| {
-            [
-                (Term::from_field_text(fields.title_morph, m), TITLE_BOOST),
-                (Term::from_field_text(fields.content_morph, m), 1.0),
-            ]
-        })
+    morpheme_fields(fields, morphemes)
+        .into_iter()
+        .flat_map(|[title, content]| [(title, TITLE_BOOST), (content, 1.0)])
         .collect()
 }
 
