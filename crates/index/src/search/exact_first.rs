@@ -188,10 +188,9 @@ pub(super) fn scan(
 mod tests {
     use std::sync::atomic::Ordering;
 
-    use chaja_core::sources::SourceId;
     use chaja_core::text::parse_query;
 
-    use crate::search::kept::tests::index;
+    use crate::search::kept::tests::{index, under_each_filter};
     use crate::search::{search, search_whole_union, Request, Sort};
 
     /// Relevance with `match=morph` answers as when the whole union was
@@ -221,24 +220,15 @@ mod tests {
             "있습니다!",
         ] {
             for limit in [1, 5, 40, 500] {
-                for (only, window) in [
-                    (None, None),
-                    (Some(SourceId::from_index(1)), None),
-                    (None, Some((200, 600))),
-                ] {
-                    let mut request = Request::newest_first(parse_query(q), limit);
-                    // A page further in by offset, too: the page is the
-                    // exact rows' only when offset + limit of them rank.
-                    request.offset = if limit == 5 { 10 } else { 0 };
-                    request.sort = Sort::Relevance;
-                    request.morph = true;
-                    request.now = 1_000;
-                    request.filter.source = only;
-                    if let Some((from, to)) = window {
-                        request.filter.from = Some(from);
-                        request.filter.to = Some(to);
-                    }
-                    let what = format!("{q} limit {limit} {only:?} {window:?}");
+                let mut unfiltered = Request::newest_first(parse_query(q), limit);
+                // A page further in by offset, too: the page is the exact
+                // rows' only when offset + limit of them rank.
+                unfiltered.offset = if limit == 5 { 10 } else { 0 };
+                unfiltered.sort = Sort::Relevance;
+                unfiltered.morph = true;
+                unfiltered.now = 1_000;
+                for mut request in under_each_filter(&unfiltered) {
+                    let what = format!("{q} limit {limit} {:?}", request.filter);
                     let answer = |request: &Request, whole: bool| {
                         generation.totals.invalidate_all();
                         let before = generation.scanned.load(Ordering::Relaxed);

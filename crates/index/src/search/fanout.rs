@@ -51,11 +51,10 @@ impl Fanout {
 
 #[cfg(test)]
 mod tests {
-    use chaja_core::sources::SourceId;
     use chaja_core::text::parse_query;
 
     use super::Fanout;
-    use crate::search::kept::tests::index;
+    use crate::search::kept::tests::{index, under_each_filter};
     use crate::search::{search_budgeted, Budget, Request, Sort};
 
     /// Every kind of search answers the same on one thread as on the pool:
@@ -79,21 +78,12 @@ mod tests {
                 (Sort::Relevance, true),
                 (Sort::Recent, true),
             ] {
-                for (only, window) in [
-                    (None, None),
-                    (Some(SourceId::from_index(1)), None),
-                    (None, Some((200, 600))),
-                ] {
-                    let mut request = Request::newest_first(parse_query(q), 7);
-                    request.sort = sort.clone();
-                    request.morph = morph;
-                    request.now = 1_000;
-                    request.filter.source = only;
-                    if let Some((from, to)) = window {
-                        request.filter.from = Some(from);
-                        request.filter.to = Some(to);
-                    }
-                    let what = format!("{q} {sort:?} morph {morph} {only:?} {window:?}");
+                let mut unfiltered = Request::newest_first(parse_query(q), 7);
+                unfiltered.sort = sort.clone();
+                unfiltered.morph = morph;
+                unfiltered.now = 1_000;
+                for mut request in under_each_filter(&unfiltered) {
+                    let what = format!("{q} {sort:?} morph {morph} {:?}", request.filter);
                     let answer = |request: &Request, fanout| {
                         // Counted again, not read from the last search.
                         generation.totals.invalidate_all();

@@ -426,6 +426,17 @@ pub(super) mod tests {
         }
     }
 
+    /// `request` as it is, under one source, and in a time window: the
+    /// filters the equivalence tests ask each query under.
+    pub(crate) fn under_each_filter(request: &Request) -> [Request; 3] {
+        let mut by_source = request.clone();
+        by_source.filter.source = Some(SourceId::from_index(1));
+        let mut windowed = request.clone();
+        windowed.filter.from = Some(200);
+        windowed.filter.to = Some(600);
+        [request.clone(), by_source, windowed]
+    }
+
     /// 3,000 rows of two sources in 5 segments, the common words in about
     /// half the rows each, the rare one in one of 200, and `있습니다`
     /// without its period in some titles and contents; the rows that
