@@ -15,6 +15,7 @@ use crate::generation::{
     SOURCES_FILE,
 };
 use crate::schema::build_schema;
+use crate::trigrams::Trigrams;
 use crate::{IndexError, Result};
 
 const CURRENT: &str = "CURRENT";
@@ -137,8 +138,19 @@ pub(crate) fn named(root: &Path, name: &str) -> Result<Option<u64>> {
     }
 }
 
-/// Creates an empty generation after the newest one on disk.
+/// Creates an empty generation after the newest one on disk, whose
+/// `grams3` holds every trigram.
 pub fn create_generation(root: &Path, sources: &Sources) -> Result<Generation> {
+    create_generation_with_trigrams(root, sources, &Trigrams::every())
+}
+
+/// Creates an empty generation after the newest one on disk, whose
+/// `grams3` holds `trigrams` (see `trigrams`): what a rebuild creates.
+pub fn create_generation_with_trigrams(
+    root: &Path,
+    sources: &Sources,
+    trigrams: &Trigrams,
+) -> Result<Generation> {
     std::fs::create_dir_all(root)?;
     let id = list_generations(root)?.last().copied().unwrap_or(0) + 1;
     let path = generation_path(root, id);
@@ -158,6 +170,7 @@ pub fn create_generation(root: &Path, sources: &Sources) -> Result<Generation> {
     std::fs::write(path.join(ANALYZER_FILE), analyzer_stamp())?;
     std::fs::write(path.join(SOURCES_FILE), generation_stamp(sources))?;
     std::fs::write(path.join(DEFINITION_FILE), sources.definition())?;
+    trigrams.save(&path)?;
     Generation::from_index(id, path, index, sources)
 }
 

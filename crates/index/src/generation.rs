@@ -20,6 +20,7 @@ use crate::merges::{ApartMergePolicy, MergeHold, SegmentKinds};
 use crate::patches::{Patches, Tracker};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::{ChunkTokenizer, GramTokenizer};
+use crate::trigrams::Trigrams;
 use crate::uid::{key_term, tag_source};
 use crate::writer::{for_each_live_key, DocWriter, Pace};
 use crate::{morph, search, IndexError, Result};
@@ -35,7 +36,7 @@ pub(crate) const SOURCES_FILE: &str = "sources";
 /// compares the file with its list of sources alone) from adopting a
 /// rebuild in this layout, whose keywords it would look up in fields that
 /// no longer hold them.
-const LAYOUT: &str = "layout: grams4 tag columns patches by-source";
+const LAYOUT: &str = "layout: grams4 tag columns patches by-source common-trigrams";
 
 /// What [`SOURCES_FILE`] holds for a generation of `sources`.
 pub(crate) fn generation_stamp(sources: &Sources) -> String {
@@ -224,7 +225,10 @@ impl Generation {
         index
             .tokenizers()
             .register(MORPH, WhitespaceTokenizer::default());
-        let fields = Fields::from_schema(&index.schema())?;
+        let fields = Fields {
+            trigrams: Trigrams::load(&path)?,
+            ..Fields::from_schema(&index.schema())?
+        };
         // Reloaded by the writer right after each commit, so a write is
         // visible as soon as it is committed.
         let reader: IndexReader = index
@@ -540,7 +544,7 @@ impl Generation {
             self.index.writer_with_num_threads(threads, memory_budget)?;
         Ok(DocWriter {
             writer,
-            fields: self.fields,
+            fields: self.fields.clone(),
             layout: self.layout.clone(),
             held: None,
         })

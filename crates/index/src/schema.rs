@@ -6,6 +6,7 @@ use tantivy::schema::{
 };
 
 use crate::attributes::{FACETS, NUMBERS};
+use crate::trigrams::Trigrams;
 
 /// Tokenizer names, registered on every opened index.
 pub const FOURGRAM: &str = "chaja_fourgram";
@@ -15,7 +16,7 @@ pub const UNIGRAM: &str = "chaja_unigram";
 pub const MORPH: &str = "chaja_morph";
 
 /// Field handles, resolved once per opened index.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Fields {
     /// The integer key, sign bit flipped (or 64 bits of a string key's
     /// hash): with `tag`, the tiebreak of the sort (`created_at DESC`, then
@@ -63,8 +64,11 @@ pub struct Fields {
     /// check positions of), and BM25 has what it needs.
     pub grams4: Field,
     /// Trigrams, doc ids only: a 3-character keyword is one term, counted
-    /// from its postings.
+    /// from its postings, when `trigrams` holds it.
     pub grams3: Field,
+    /// Which trigrams `grams3` holds: the common ones of the generation
+    /// (see `trigrams`).
+    pub trigrams: Trigrams,
     /// Bigrams, doc ids only: the same for 2-character keywords.
     pub grams2: Field,
     /// Every character, doc ids only: the same for 1-character keywords.
@@ -95,6 +99,7 @@ impl Fields {
             content: schema.get_field("content")?,
             grams4: schema.get_field("grams4")?,
             grams3: schema.get_field("grams3")?,
+            trigrams: Trigrams::every(),
             grams2: schema.get_field("grams2")?,
             chars: schema.get_field("chars")?,
             title_morph: schema.get_field("title_morph")?,

@@ -851,3 +851,53 @@ pub(crate) fn int_key(doc: &Doc) -> i64 {
         chaja_core::model::Key::Str(_) => unreachable!("test rows have integer keys"),
     }
 }
+
+/// With `grams3` holding only the common trigrams, a rare one is still
+/// found wherever it is: where a 4-gram starts with it (mid-text, or
+/// before the separator at the end of the title or of a body field), at
+/// the very end of the text (where `grams3` holds it), and as a whole
+/// text; alone and ANDed with a common one. It is not found across two
+/// fields, nor in a deleted row; and the list is read back when the
+/// generation is opened again.
+#[test]
+fn rare_trigrams_are_found_wherever_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = chaja_core::sources::for_tests();
+    let common = Trigrams::only(["있습니"]);
+    let generation = create_generation_with_trigrams(dir.path(), &sources, &common).unwrap();
+    let mut writer = generation.writer(32 << 20).unwrap();
+    let rows: [(Option<&str>, &[&str]); 9] = [
+        (Some("드문말 제목"), &["있습니다"]),
+        (Some("제목 드문말"), &["있습니다"]),
+        (None, &["앞 드문말 뒤"]),
+        (None, &["있습니다 드문말"]),
+        (None, &["드문말", "둘째"]),
+        (None, &["드문말"]),
+        (None, &["드문", "말"]),
+        (Some("드문"), &["말"]),
+        (None, &["드문말 지울 행"]),
+    ];
+    for (i, (title, body)) in rows.iter().enumerate() {
+        let mut d = doc(i as i64, 1);
+        d.title = title.map(str::to_owned);
+        d.body = body.iter().map(|b| b.to_string()).collect();
+        writer.upsert(&d).unwrap();
+    }
+    writer.commit(1).unwrap();
+    writer.delete(SourceId::from_index(0), "8");
+    writer.commit(2).unwrap();
+    generation.reload().unwrap();
+    for generation in [
+        generation,
+        Generation::open(dir.path(), 1, &sources).unwrap(),
+    ] {
+        assert_eq!(generation.fields.trigrams.common(), Some(1));
+        let total = |q: &str| total_of(&generation, q);
+        assert_eq!(total("드문말"), 6);
+        assert_eq!(total("있습니"), 3);
+        assert_eq!(total("드문말 있습니"), 3);
+        assert_eq!(total("말 뒤"), 1);
+        assert_eq!(total("드문말 뒤"), 1);
+        assert_eq!(total("없는말"), 0);
+    }
+}

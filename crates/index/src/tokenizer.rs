@@ -16,6 +16,8 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 use chaja_core::text::normalize;
 
+use crate::trigrams::{pack, Trigrams};
+
 /// Overlapping grams of `n` characters of [`normalize`]d text, every
 /// occurrence at its character index: the positional 4-grams.
 #[derive(Clone, Debug)]
@@ -88,7 +90,8 @@ impl TokenStream for GramStream {
 /// The distinct 1-, 2- and 3-character grams of normalized `text`, each
 /// once and back to back, in the order they first occur: what the
 /// doc-id-only fields (`chars`, `grams2`, `grams3`) index, cut again by a
-/// [`ChunkTokenizer`].
+/// [`ChunkTokenizer`]. Of the trigrams, only those `trigrams` holds, and
+/// the last one of the text (see `trigrams`).
 ///
 /// The writer calls this before a document goes to tantivy, so the work
 /// runs on the thread that feeds tantivy, not on tantivy's indexing thread,
@@ -97,7 +100,7 @@ impl TokenStream for GramStream {
 /// a row of Korean prose most characters and many bigrams are repeats. A
 /// gram is looked up here by its characters packed in a `u64` (21 bits
 /// each), which hashes faster than its bytes.
-pub fn distinct_grams(text: &str) -> [String; 3] {
+pub fn distinct_grams(text: &str, trigrams: &Trigrams) -> [String; 3] {
     thread_local! {
         /// Kept between rows so that a row does not allocate them again;
         /// dropped after a row long enough to grow them past `KEPT`, so a
@@ -119,9 +122,16 @@ pub fn distinct_grams(text: &str) -> [String; 3] {
                     break;
                 };
                 key = (key << 21) | u64::from(c);
-                if set.insert(key) {
+                if set.insert(key) && (n < 2 || trigrams.holds_key(key)) {
                     grams.push_str(&text[from..end(i + n + 1)]);
                 }
+            }
+        }
+        // No 4-gram starts at the last trigram, so `grams3` holds it
+        // whether or not it is common.
+        if let [.., (from, a), (_, b), (_, c)] = chars[..] {
+            if !trigrams.holds_key(pack([a, b, c])) {
+                out[2].push_str(&text[from..]);
             }
         }
         for set in seen.iter_mut() {
@@ -268,11 +278,28 @@ mod tests {
 
     /// The distinct grams of `text` as the doc-id-only fields index them.
     fn distinct(text: &str, n: usize) -> Vec<String> {
-        let grams = distinct_grams(&normalize(text));
+        distinct_holding(text, n, &Trigrams::every())
+    }
+
+    fn distinct_holding(text: &str, n: usize, trigrams: &Trigrams) -> Vec<String> {
+        let grams = distinct_grams(&normalize(text), trigrams);
         tokens(ChunkTokenizer::new(n), &grams[n - 1])
             .into_iter()
             .map(|(gram, _)| gram)
             .collect()
+    }
+
+    /// Of the trigrams, only the common ones, and the text's last once;
+    /// the shorter grams are all there.
+    #[test]
+    fn distinct_trigrams_are_the_common_ones_and_the_last() {
+        let common = Trigrams::only(["abc", "bcd"]);
+        let text = "abcdabcdabx";
+        assert_eq!(distinct_holding(text, 3, &common), ["abc", "bcd", "abx"]);
+        assert_eq!(distinct_holding(text, 2, &common), distinct(text, 2));
+        let last_common = Trigrams::only(["abx"]);
+        assert_eq!(distinct_holding(text, 3, &last_common), ["abx"]);
+        assert!(distinct_holding("ab", 3, &common).is_empty());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::checkpoint::Checkpoint;
 use crate::order::{clamp_time, sort_key, PATCH_ORDER};
 use crate::schema::Fields;
 use crate::tokenizer::distinct_grams;
+use crate::trigrams::Trigrams;
 use crate::uid::{key_term, tag, uid};
 use crate::{morph, Result};
 
@@ -208,26 +209,17 @@ impl DocWriter {
             d.add_text(f.attributes, attributes_json(&doc.attributes));
             self.layout.add_columns(f, doc, &mut d);
         }
-        // The body fields as one value, joined by NUL: a keyword never
-        // holds a NUL (control characters are refused in queries), so no
-        // gram that spans two columns can match, and a phrase does not run
-        // from one column into the next, as `LIKE` on each would not.
-        // (tantivy's gap between the values of a field is one position,
-        // too little for phrases of 4-grams.) Snippets split it again. The
-        // gram fields take the title the same way, in front.
-        let body = doc.body.join(BODY_SEPARATOR.encode_utf8(&mut [0; 4]));
+        // Snippets split the body at the separator again (see `gram_text`).
+        let body = joined_body(doc);
         d.add_bytes(f.content, body.as_bytes());
-        let grams_of = match &doc.title {
-            Some(title) => {
-                d.add_text(f.title, title);
-                d.add_text(f.title_morph, morphemes.title);
-                format!("{title}{BODY_SEPARATOR}{body}")
-            }
-            None => body,
-        };
+        if let Some(title) = &doc.title {
+            d.add_text(f.title, title);
+            d.add_text(f.title_morph, morphemes.title);
+        }
+        let grams_of = gram_text(doc.title.as_deref(), body);
         // The 4-gram tokenizer normalizes on tantivy's indexing thread; the
         // shorter grams are found here, on the thread that feeds it.
-        let [chars, grams2, grams3] = distinct_grams(&normalize(&grams_of));
+        let [chars, grams2, grams3] = distinct_grams(&normalize(&grams_of), &f.trigrams);
         d.add_text(f.grams4, &grams_of);
         d.add_text(f.grams3, grams3);
         d.add_text(f.grams2, grams2);
@@ -265,6 +257,34 @@ impl DocWriter {
     pub fn wait_merging_threads(self) -> Result<()> {
         Ok(self.writer.wait_merging_threads()?)
     }
+}
+
+/// The text a row's grams are cut from: its `body` fields as one value,
+/// joined by NUL ([`joined_body`]), after its title and a NUL. A keyword never holds a NUL (control
+/// characters are refused in queries), so no gram that spans two columns
+/// can match, and a phrase does not run from one column into the next, as
+/// `LIKE` on each would not. (tantivy's gap between the values of a field
+/// is one position, too little for phrases of 4-grams.)
+fn gram_text(title: Option<&str>, body: String) -> String {
+    match title {
+        Some(title) => format!("{title}{BODY_SEPARATOR}{body}"),
+        None => body,
+    }
+}
+
+/// A row's body fields as one value, joined by [`BODY_SEPARATOR`].
+fn joined_body(doc: &Doc) -> String {
+    doc.body.join(BODY_SEPARATOR.encode_utf8(&mut [0; 4]))
+}
+
+/// The trigrams the `grams3` field of a generation built from rows like
+/// `sample` holds: those in 3% of them or more (see `trigrams`).
+pub fn common_trigrams(sample: &[Doc]) -> Trigrams {
+    let texts: Vec<String> = sample
+        .iter()
+        .map(|doc| gram_text(doc.title.as_deref(), joined_body(doc)))
+        .collect();
+    Trigrams::choose(&texts)
 }
 
 /// Calls `f` with every live document of `segment` and its `key`. The

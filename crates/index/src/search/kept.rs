@@ -36,7 +36,7 @@ use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER
 
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
 use super::count::{alive_in, plain_keywords, term_words, TermBits, DENSE_RATIO};
-use super::query::{gram_field, keyword_query, morpheme_fields, morphemes};
+use super::query::{gram_field, keyword_query, morpheme_fields, morphemes, rare_trigram};
 use super::request::Request;
 use crate::schema::Fields;
 use crate::tokenizer::fourgram_cover;
@@ -78,8 +78,10 @@ pub(super) fn keyword_sets(
     request: &Request,
     searcher: &Searcher,
 ) -> crate::Result<Option<Sets>> {
+    // A rare trigram has few matches, cheap to visit: it is never kept.
     if !plain_keywords(request)
         || !request.morph && request.keywords.iter().all(|k| k.char_len() <= 4)
+        || request.keywords.iter().any(|k| rare_trigram(fields, k))
     {
         return Ok(None);
     }

@@ -4,7 +4,9 @@
 //! normalized title or content contains it:
 //! - 1 character: one term of `chars`;
 //! - 2 characters: one term of `grams2`;
-//! - 3 characters: one term of `grams3`;
+//! - 3 characters: one term of `grams3`, or for a rare trigram, which
+//!   `grams3` holds only at the end of a text, that term or a 4-gram that
+//!   starts with it (see `trigrams`);
 //! - 4 characters: one term of `grams4`;
 //! - longer: a slop-0 phrase of the fewest 4-grams that pin every character.
 //!
