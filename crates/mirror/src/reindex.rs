@@ -25,8 +25,10 @@ use crate::{MirrorError, Result};
 use chaja_core::model::Doc;
 use chaja_core::sources::Sources;
 use chaja_index::morph::{self, Analyzer};
+use chaja_index::trigrams::SAMPLE_ROWS;
 use chaja_index::{
-    create_generation, publish, rebuild_marker, Checkpoint, GapRange, Morphemes, RebuildLock,
+    common_trigrams, create_generation_with_trigrams, publish, rebuild_marker, Checkpoint,
+    GapRange, Morphemes, RebuildLock, Trigrams,
 };
 use chaja_store::rows::Loaded;
 use chaja_store::{outbox, Db};
@@ -115,11 +117,15 @@ pub async fn reindex_locked(
     };
     let (_lock, live) = live;
     let live = live.unwrap_or_default();
-    let mut expected = 0;
+    let mut counts = Vec::with_capacity(sources.len());
     for source in sources.iter() {
-        expected += chaja_store::rows::count_rows(db, source).await?;
+        counts.push(chaja_store::rows::count_rows(db, source).await?);
     }
+    let expected: i64 = counts.iter().sum();
     bar.set_length(expected.max(0) as u64);
+    let sampling = Instant::now();
+    let trigrams = sample_trigrams(db, sources, &counts).await?;
+    let sampling = sampling.elapsed();
 
     let root = root.to_path_buf();
     // With a dictionary, half the cores analyse Korean; tantivy gets an
@@ -151,7 +157,7 @@ pub async fn reindex_locked(
         let indexing_threads = cores.min(8);
         let sources = sources.clone();
         tokio::task::spawn_blocking(move || -> Result<_> {
-            let generation = create_generation(&root, &sources)?;
+            let generation = create_generation_with_trigrams(&root, &sources, &trigrams)?;
             // Each indexing thread gets the whole budget: split, their
             // segments would be smaller and more of them (see above).
             let writer = generation
@@ -162,6 +168,7 @@ pub async fn reindex_locked(
     };
     let generation_id = generation.id;
     let generation_path = generation.path.clone();
+    let common_trigrams = generation.fields.trigrams.common();
     drop(generation);
     let marker = rebuild_marker(&generation_path);
     let built = build(
@@ -189,6 +196,8 @@ pub async fn reindex_locked(
     tokio::task::spawn_blocking(move || publish(&root, generation_id)).await??;
     bar.finish_and_clear();
     stages.wall = started.elapsed();
+    stages.sampling = sampling;
+    stages.common_trigrams = common_trigrams;
     let (analysed, cached) = morph::sentence_counts();
     stages.sentences_analysed = analysed - sentences_before.0;
     stages.sentences_cached = cached - sentences_before.1;
@@ -211,6 +220,27 @@ pub async fn reindex_locked(
         skipped,
         stages,
     })
+}
+
+/// Which trigrams the new generation's `grams3` holds: those common in a
+/// sample of [`SAMPLE_ROWS`] rows, each source's share in proportion to
+/// its rows (`counts`), read from the start of its key order. Only counted:
+/// the scan reads these rows again.
+async fn sample_trigrams(db: &Db, sources: &Sources, counts: &[i64]) -> Result<Trigrams> {
+    let all = counts.iter().map(|&n| n.max(0) as u64).sum::<u64>().max(1);
+    let mut sample = Vec::new();
+    for ((source, _), &count) in sources.ids().zip(counts) {
+        let share = (SAMPLE_ROWS as u64 * count.max(0) as u64).div_ceil(all) as i64;
+        if share == 0 {
+            continue;
+        }
+        let page = chaja_store::rows::docs_page(db, sources, source, None, share).await?;
+        sample.extend(page.rows.into_iter().filter_map(|row| match row {
+            Loaded::Doc { doc, .. } => Some(doc),
+            Loaded::Unreadable(_) => None,
+        }));
+    }
+    Ok(tokio::task::spawn_blocking(move || common_trigrams(&sample)).await?)
 }
 
 /// The rebuild started over HTTP, as the operator console shows it: rows
@@ -575,6 +605,7 @@ pub(crate) fn unreadable_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chaja_index::create_generation;
 
     /// The stages find their threads by name; a wrong prefix would report
     /// no CPU at all rather than fail, so the names are checked here.

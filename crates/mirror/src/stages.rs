@@ -20,6 +20,12 @@ pub struct Stages {
     pub wall: Duration,
     /// CPU the whole process spent meanwhile, every thread.
     pub cpu: Option<Duration>,
+    /// Reading and counting the sample of rows that decides which
+    /// trigrams are common (see `chaja_index::Trigrams`), before the scan.
+    pub sampling: Duration,
+    /// How many trigrams were found common; `None`: every trigram is
+    /// indexed (a table too small to sample).
+    pub common_trigrams: Option<usize>,
     /// Waiting on the database for pages of rows (the async side).
     pub reading: Duration,
     /// Analysing pages with the Korean analyzer (the analysing thread's
@@ -53,6 +59,11 @@ impl fmt::Display for Stages {
             None => String::new(),
         };
         writeln!(f, "  wall           {}{}", secs(self.wall), cpu(self.cpu))?;
+        let common = match self.common_trigrams {
+            Some(n) => format!("{n} common trigrams"),
+            None => "every trigram indexed".to_owned(),
+        };
+        writeln!(f, "  sampling       {}, {common}", secs(self.sampling))?;
         writeln!(
             f,
             "  reading rows   {} waiting on the database",
