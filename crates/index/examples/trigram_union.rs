@@ -1,8 +1,9 @@
 //! What a 3-character keyword would cost without the `grams3` field: the
 //! rows that hold it, found as the union of the 4-grams that start with it
-//! (a rebuild without `grams3` would index a sentinel after each text, so
-//! that a keyword at the very end is a prefix too). One point of the
-//! size/rebuild/latency curve in BENCHMARKS.md; nothing serves this way.
+//! (the text's last trigram aside, which starts no 4-gram). One point of
+//! the size/rebuild/latency curve in BENCHMARKS.md. Searches find the rare
+//! trigrams this way (see `trigrams`); the example times it for every
+//! trigram, on an index whose `grams3` holds them all.
 //!
 //! Keywords come on standard input, one per line, normalized as the index
 //! normalizes (NFKC, case folded). For each it times, on one thread:

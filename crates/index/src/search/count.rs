@@ -1,7 +1,8 @@
 //! Counting without visiting: the matches in a range of keywords that are
 //! one term each.
 //!
-//! A keyword of up to four characters is one term (see `query`), and what a
+//! A keyword of up to four characters is one term (see `query`; but for a
+//! rare trigram, whose few matches are visited), and what a
 //! search reads of a segment is one source's run, or a time window of it:
 //! a doc-id range (see `order`).
 //! - **One term.** Its postings say how many documents below a doc id hold

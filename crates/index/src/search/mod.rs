@@ -11,8 +11,9 @@
 //! - longer: a slop-0 phrase of the fewest 4-grams that pin every character.
 //!
 //! So a keyword of up to 4 characters, the bulk of what people type, is
-//! counted from one posting list with no position to check, and a longer
-//! one checks positions only where its rare 4-grams all occur.
+//! counted from one posting list with no position to check (a rare
+//! trigram from the few postings of its 4-grams), and a longer one checks
+//! positions only where its rare 4-grams all occur.
 //!
 //! The total is exact, and split by source. Each segment is a run of
 //! documents per source, each run newest first (see `order`), so:
