@@ -11,10 +11,10 @@
 //! hold a 4-gram starting with it (a range of the `grams4` term
 //! dictionary, whose postings are few since the trigram is rare), and the
 //! rows whose text ends with it, where no 4-gram starts. So a rebuild
-//! counts the trigrams of its first rows ([`Trigrams::choose`]) and
+//! counts the trigrams of a sample of its rows (`Trigrams::choose`) and
 //! `grams3` holds only those in [`COMMON_SHARE`] of them or more, plus
 //! every row's last trigram. The list is stored with the generation (the
-//! file [`TRIGRAMS_FILE`]) and its writers and searches read it: a keyword
+//! file `trigrams`) and its writers and searches read it: a keyword
 //! is looked up in `grams3` alone when it is common, in both fields when it
 //! is rare (see `search::query`). A generation without the file (one the
 //! server creates empty) holds every trigram. Which trigrams are common
