@@ -51,12 +51,19 @@ pub const MIN_SAMPLE_ROWS: usize = 500;
 pub struct Trigrams(Option<Arc<foldhash::HashSet<u64>>>);
 
 /// A trigram's three characters packed in a `u64`, 21 bits each: what
-/// `tokenizer::distinct_grams` computes anyway while it looks for repeats, and
-/// hashes faster than the trigram's bytes.
+/// `tokenizer::distinct_grams` computes anyway while it looks for
+/// repeats, and hashes faster than the trigram's bytes.
 pub(crate) fn pack(chars: [char; 3]) -> u64 {
     chars
         .iter()
         .fold(0u64, |key, &c| (key << 21) | u64::from(c))
+}
+
+/// The [`pack`]ed key of `text` when it is three characters long.
+fn key_of(text: &str) -> Option<u64> {
+    let mut chars = text.chars();
+    let three = [chars.next()?, chars.next()?, chars.next()?];
+    chars.next().is_none().then(|| pack(three))
 }
 
 impl Trigrams {
@@ -68,11 +75,7 @@ impl Trigrams {
     /// `grams3` holds these trigrams (of normalized text) and each row's
     /// last one; anything not three characters long is left out.
     pub fn only<'a>(trigrams: impl IntoIterator<Item = &'a str>) -> Trigrams {
-        let keys = trigrams.into_iter().filter_map(|t| {
-            let mut chars = t.chars();
-            let three = [chars.next()?, chars.next()?, chars.next()?];
-            chars.next().is_none().then(|| pack(three))
-        });
+        let keys = trigrams.into_iter().filter_map(key_of);
         Trigrams(Some(Arc::new(keys.collect())))
     }
 
@@ -108,11 +111,7 @@ impl Trigrams {
     /// Whether `grams3` holds every row that contains `keyword`, a
     /// normalized keyword of three characters.
     pub fn holds(&self, keyword: &str) -> bool {
-        let mut chars = keyword.chars();
-        match (chars.next(), chars.next(), chars.next(), chars.next()) {
-            (Some(a), Some(b), Some(c), None) => self.holds_key(pack([a, b, c])),
-            _ => false,
-        }
+        key_of(keyword).is_some_and(|key| self.holds_key(key))
     }
 
     /// How many trigrams are common; `None` when `grams3` holds every one.

@@ -260,11 +260,12 @@ impl DocWriter {
 }
 
 /// The text a row's grams are cut from: its `body` fields as one value,
-/// joined by NUL ([`joined_body`]), after its title and a NUL. A keyword never holds a NUL (control
-/// characters are refused in queries), so no gram that spans two columns
-/// can match, and a phrase does not run from one column into the next, as
-/// `LIKE` on each would not. (tantivy's gap between the values of a field
-/// is one position, too little for phrases of 4-grams.)
+/// joined by NUL ([`joined_body`]), after its title and a NUL. A keyword
+/// never holds a NUL (control characters are refused in queries), so no
+/// gram that spans two columns can match, and a phrase does not run from
+/// one column into the next, as `LIKE` on each would not. (tantivy's gap
+/// between the values of a field is one position, too little for phrases
+/// of 4-grams.)
 fn gram_text(title: Option<&str>, body: String) -> String {
     match title {
         Some(title) => format!("{title}{BODY_SEPARATOR}{body}"),

@@ -126,6 +126,7 @@ pub async fn reindex_locked(
     let sampling = Instant::now();
     let trigrams = sample_trigrams(db, sources, &counts).await?;
     let sampling = sampling.elapsed();
+    let common_trigrams = trigrams.common();
 
     let root = root.to_path_buf();
     // With a dictionary, half the cores analyse Korean; tantivy gets an
@@ -168,7 +169,6 @@ pub async fn reindex_locked(
     };
     let generation_id = generation.id;
     let generation_path = generation.path.clone();
-    let common_trigrams = generation.fields.trigrams.common();
     drop(generation);
     let marker = rebuild_marker(&generation_path);
     let built = build(
