@@ -159,13 +159,13 @@ mod tests {
 
     #[test]
     fn common_trigrams_are_those_in_enough_sampled_rows() {
-        // `있습니` in every row; `드문말` in 1% of them (below 3%); `가끔씩`
-        // in 5%, once per row however often it repeats there.
+        // `있습니` in every row; `드문말` in 1% of them (below 3%), five
+        // times in each, which counts once per row; `가끔씩` in 5%.
         let sample: Vec<String> = (0..1000)
             .map(|i| {
                 let mut body = String::from("있습니다");
                 if i % 100 == 0 {
-                    body.push_str(" 드문말");
+                    body.push_str(&" 드문말".repeat(5));
                 }
                 if i % 20 == 0 {
                     body.push_str(" 가끔씩 가끔씩 가끔씩");
