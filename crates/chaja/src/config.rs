@@ -246,8 +246,11 @@ pub struct StoreArgs {
     pub analysis_cache: usize,
 
     /// Memory for the index writer, in MiB (at least 16). A rebuild gives
-    /// this much to each of its indexing threads, one per core.
-    #[arg(long = "writer-memory-mb", env = "CHAJA_WRITER_MEMORY_MB", default_value = "256", value_parser = mebibytes)]
+    /// this much to each of its indexing threads, one per core, and writes
+    /// a segment each time one fills: 1 GiB holds about 90,000 rows of
+    /// 1,500 characters. The serving writer's two threads share it, and
+    /// use only what a round of changes needs.
+    #[arg(long = "writer-memory-mb", env = "CHAJA_WRITER_MEMORY_MB", default_value = "1024", value_parser = mebibytes)]
     pub writer_memory: usize,
 
     /// The config file (TOML): the tables to mirror (`[[source]]`) and

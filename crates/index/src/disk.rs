@@ -175,8 +175,9 @@ pub fn create_generation_with_trigrams(
 }
 
 /// Offers rebuilt generation `id` to the serving indexer (`NEXT`),
-/// atomically. Blocking.
+/// atomically, its segments sealed first (see `merges`). Blocking.
 pub fn publish(root: &Path, id: u64) -> Result<()> {
+    crate::merges::seal(&generation_path(root, id))?;
     name(root, NEXT, id)
 }
 

@@ -2,11 +2,12 @@
 //! tokenizers, reader and field handles, and the stamps that say what it
 //! was built for (the sources, the layout, the analyzer).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tantivy::directory::MmapDirectory;
+use tantivy::index::SegmentId;
 use tantivy::store::StoreReader;
 use tantivy::tokenizer::WhitespaceTokenizer;
 use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument};
@@ -16,7 +17,7 @@ use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 use crate::attributes::{AttrArrays, AttrLayout, SegmentFacetValues};
 use crate::checkpoint::{read_checkpoint, Checkpoint};
 use crate::columns::SegmentColumns;
-use crate::merges::{ApartMergePolicy, MergeHold, SegmentKinds};
+use crate::merges::{self, ApartMergePolicy, MergeHold, SegmentKinds};
 use crate::patches::{Patches, Tracker};
 use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
 use crate::tokenizer::{ChunkTokenizer, GramTokenizer};
@@ -90,6 +91,9 @@ pub struct Generation {
     /// What the serving writer's merge policy reads (see `merges`).
     kinds: Arc<RwLock<SegmentKinds>>,
     merge_hold: MergeHold,
+    /// The segments its rebuild wrote, which the serving writer never
+    /// merges (see `merges`).
+    sealed: Arc<HashSet<SegmentId>>,
 }
 
 /// A searcher and the attribute patches of the same reload (see
@@ -242,6 +246,7 @@ impl Generation {
         let stores = open_stores(&searcher)?;
         let patches = tracker.next(&searcher, &fields, &layout)?;
         let kinds = SegmentKinds::of(&tracker);
+        let sealed = Arc::new(merges::sealed(&path));
         let view = View {
             searcher,
             patches: Arc::new(patches),
@@ -281,6 +286,7 @@ impl Generation {
             tracker: Mutex::new(tracker),
             kinds: Arc::new(RwLock::new(kinds)),
             merge_hold: MergeHold::default(),
+            sealed,
         })
     }
 
@@ -520,6 +526,7 @@ impl Generation {
             .set_merge_policy(Box::new(ApartMergePolicy::new(
                 self.kinds.clone(),
                 self.merge_hold.clone(),
+                self.sealed.clone(),
             )));
         writer.set_pace(Pace::Steady)?;
         Ok(writer)
@@ -535,13 +542,21 @@ impl Generation {
 
     /// A writer with up to `threads` indexing threads sharing
     /// `memory_budget`: as many as the budget allows, as `Index::writer`
-    /// does, with tantivy's merge policy (a rebuild writes no patches).
+    /// does, that merges nothing. A rebuild's thread flushes a segment
+    /// each time its share fills, and tantivy's log policy merged each 8
+    /// of them as the rebuild went on: at 1M rows with 256 MiB a thread,
+    /// 48 segments of 18,000 rows became 6, and those merges took a tenth
+    /// of its CPU. With 1 GiB a thread, a rebuild writes ten alike
+    /// segments of about 90,000 rows and merges none: 534 s instead of
+    /// 605 s (BENCHMARKS.md, issue 28).
+    ///
     /// tantivy refuses less than 15 MB per thread (its
     /// `MEMORY_BUDGET_NUM_BYTES_MIN`, not exported) and more than 8 threads.
     pub fn writer_with_threads(&self, memory_budget: usize, threads: usize) -> Result<DocWriter> {
         let threads = threads.min(8).min(memory_budget / 15_000_000).max(1);
         let writer: IndexWriter<TantivyDocument> =
             self.index.writer_with_num_threads(threads, memory_budget)?;
+        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         Ok(DocWriter {
             writer,
             fields: self.fields.clone(),

@@ -28,8 +28,22 @@
 //! commits once more, with nothing in it, for that). A merge is put off,
 //! never skipped, and never for long: the burst's last round, or the cap,
 //! lets it run.
+//!
+//! # A rebuild's segments are sealed
+//!
+//! A rebuild gives each indexing thread a large budget and merges nothing
+//! while it writes (see `Generation::writer_with_threads`), so its
+//! segments come out alike: ten of about 90,000 rows and two partial ones
+//! at 1M rows. The log policy puts segments of about one size in one level
+//! and merges a level of 8 or more whole, so the serving writer's first
+//! commit after a swap would rewrite nearly every row in the background.
+//! [`publish`](crate::publish) lists the rebuild's segments in the
+//! generation's `sealed` file, and the serving writer never merges them:
+//! they are as large as a rebuild makes segments, and the next rebuild
+//! replaces them. Segments written while serving merge among themselves.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -53,6 +67,46 @@ impl SegmentKinds {
             patches_only,
         }
     }
+}
+
+/// The file in a generation's directory that lists its sealed segments,
+/// one id a line.
+const SEALED_FILE: &str = "sealed";
+
+/// Lists the segments of the generation in `dir` as sealed (see the
+/// module docs). Blocking.
+pub(crate) fn seal(dir: &Path) -> crate::Result<()> {
+    let index = tantivy::Index::open_in_dir(dir)?;
+    let ids: String = index
+        .searchable_segment_ids()?
+        .iter()
+        .map(|id| format!("{}\n", id.uuid_string()))
+        .collect();
+    std::fs::write(dir.join(SEALED_FILE), ids)?;
+    Ok(())
+}
+
+/// The sealed segments of the generation in `dir`: none when it has no
+/// `sealed` file (one the server created, or an older rebuild's). A file
+/// that cannot be read seals nothing: it only saves merges, and is no
+/// reason to refuse the generation.
+pub(crate) fn sealed(dir: &Path) -> HashSet<SegmentId> {
+    let text = match std::fs::read_to_string(dir.join(SEALED_FILE)) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return HashSet::new(),
+        Err(e) => {
+            tracing::warn!(error = %e, "unreadable list of sealed segments; sealing none");
+            return HashSet::new();
+        }
+    };
+    let ids: Result<HashSet<SegmentId>, _> = text
+        .lines()
+        .map(|line| SegmentId::from_uuid_string(line.trim()))
+        .collect();
+    ids.unwrap_or_else(|e| {
+        tracing::warn!(error = ?e, "unreadable list of sealed segments; sealing none");
+        HashSet::new()
+    })
 }
 
 /// Small segments of documents (under tantivy's smallest level, 10,000
@@ -84,10 +138,16 @@ pub(crate) struct ApartMergePolicy {
     patches: LogMergePolicy,
     kinds: Arc<RwLock<SegmentKinds>>,
     hold: MergeHold,
+    /// The rebuild's segments, never merged (see the module docs).
+    sealed: Arc<HashSet<SegmentId>>,
 }
 
 impl ApartMergePolicy {
-    pub(crate) fn new(kinds: Arc<RwLock<SegmentKinds>>, hold: MergeHold) -> ApartMergePolicy {
+    pub(crate) fn new(
+        kinds: Arc<RwLock<SegmentKinds>>,
+        hold: MergeHold,
+        sealed: Arc<HashSet<SegmentId>>,
+    ) -> ApartMergePolicy {
         // tantivy's smallest level holds every segment under 10,000
         // documents, so a segment of 9,000 patches was merged again with
         // each 8 new segments of a hundred: a storm rewrote all its
@@ -100,6 +160,7 @@ impl ApartMergePolicy {
             patches,
             kinds,
             hold,
+            sealed,
         }
     }
 }
@@ -109,7 +170,7 @@ impl MergePolicy for ApartMergePolicy {
         let kinds = self.kinds.read().expect("segment kinds lock poisoned");
         let (patches, documents): (Vec<SegmentMeta>, Vec<SegmentMeta>) = segments
             .iter()
-            .filter(|s| kinds.known.contains(&s.id()))
+            .filter(|s| kinds.known.contains(&s.id()) && !self.sealed.contains(&s.id()))
             .cloned()
             .partition(|s| kinds.patches_only.contains(&s.id()));
         let small = documents
@@ -145,7 +206,11 @@ mod tests {
             known: patches.iter().chain(&documents).map(|s| s.id()).collect(),
             patches_only: patches.iter().map(|s| s.id()).collect(),
         };
-        let policy = ApartMergePolicy::new(Arc::new(RwLock::new(kinds)), MergeHold::default());
+        let policy = ApartMergePolicy::new(
+            Arc::new(RwLock::new(kinds)),
+            MergeHold::default(),
+            Default::default(),
+        );
         let mut all = patches.clone();
         all.extend(documents.iter().cloned());
         all.push(unread.clone());
@@ -169,7 +234,11 @@ mod tests {
             kinds.known.insert(small.id());
             kinds.patches_only.insert(small.id());
         }
-        let policy = ApartMergePolicy::new(Arc::new(RwLock::new(kinds)), MergeHold::default());
+        let policy = ApartMergePolicy::new(
+            Arc::new(RwLock::new(kinds)),
+            MergeHold::default(),
+            Default::default(),
+        );
         let mut pool = patches.clone();
         pool.push(large.clone());
         let merged = policy.compute_merge_candidates(&pool);
@@ -182,6 +251,68 @@ mod tests {
         let together = LogMergePolicy::default().compute_merge_candidates(&all);
         assert_eq!(together.len(), 1);
         assert_eq!(together[0].0.len(), 17);
+    }
+
+    /// A rebuild's ten alike segments, which tantivy's log policy merges
+    /// whole, are never merged once sealed; eight small segments written
+    /// while serving still merge among themselves.
+    #[test]
+    fn sealed_segments_are_never_merged() {
+        let index = tantivy::Index::create_in_ram(crate::schema::build_schema());
+        let meta = |docs| index.new_segment_meta(SegmentId::generate_random(), docs);
+        let rebuilt: Vec<SegmentMeta> = (0..10).map(|i| meta(90_000 + i * 300)).collect();
+        let served: Vec<SegmentMeta> = (0..8).map(|_| meta(2_000)).collect();
+        let kinds = || {
+            Arc::new(RwLock::new(SegmentKinds {
+                known: rebuilt.iter().chain(&served).map(|s| s.id()).collect(),
+                patches_only: HashSet::new(),
+            }))
+        };
+        let mut all = rebuilt.clone();
+        all.extend(served.iter().cloned());
+        let unsealed = ApartMergePolicy::new(kinds(), MergeHold::default(), Default::default());
+        let merged = unsealed.compute_merge_candidates(&all);
+        assert!(
+            merged.iter().any(|c| c.0.contains(&rebuilt[0].id())),
+            "without the seal, the rebuild's segments are merged: {merged:?}"
+        );
+        let sealed = Arc::new(rebuilt.iter().map(|s| s.id()).collect());
+        let policy = ApartMergePolicy::new(kinds(), MergeHold::default(), sealed);
+        let merged: Vec<HashSet<SegmentId>> = policy
+            .compute_merge_candidates(&all)
+            .into_iter()
+            .map(|c| c.0.into_iter().collect())
+            .collect();
+        let served: HashSet<SegmentId> = served.iter().map(|s| s.id()).collect();
+        assert_eq!(merged, [served]);
+    }
+
+    /// A generation lists the segments it had when it was sealed, and
+    /// reads them back; one never sealed has none.
+    #[test]
+    fn a_sealed_generation_reads_its_segments_back() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(sealed(dir.path()).is_empty(), "no file, none");
+        let mut schema = tantivy::schema::Schema::builder();
+        let n = schema.add_u64_field("n", tantivy::schema::INDEXED);
+        let index = tantivy::Index::create_in_dir(dir.path(), schema.build()).unwrap();
+        let mut writer: tantivy::IndexWriter =
+            index.writer_with_num_threads(1, 15_000_000).unwrap();
+        for i in [1u64, 2] {
+            writer.add_document(tantivy::doc!(n => i)).unwrap();
+            writer.commit().unwrap();
+        }
+        drop(writer);
+        seal(dir.path()).unwrap();
+        let ids: HashSet<SegmentId> = index
+            .searchable_segment_ids()
+            .unwrap()
+            .into_iter()
+            .collect();
+        assert_eq!(ids.len(), 2);
+        assert_eq!(sealed(dir.path()), ids);
+        std::fs::write(dir.path().join(SEALED_FILE), "not an id\n").unwrap();
+        assert!(sealed(dir.path()).is_empty(), "unreadable, none");
     }
 
     /// During a burst, small segments of documents wait until the hold is
@@ -197,7 +328,7 @@ mod tests {
             patches_only: patches.iter().map(|s| s.id()).collect(),
         }));
         let hold = MergeHold::default();
-        let policy = ApartMergePolicy::new(kinds.clone(), hold.clone());
+        let policy = ApartMergePolicy::new(kinds.clone(), hold.clone(), Default::default());
         let mut all = documents.clone();
         all.extend(patches.iter().cloned());
         hold.set(true);

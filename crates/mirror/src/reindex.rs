@@ -136,7 +136,8 @@ pub async fn reindex_locked(
     // two indexing threads of 256 MB each, against 59 s with one, and 53
     // s with two of 128 MB (twice the segments, merged at the end); 58 s
     // against 61 s with no sentence cached, when the analysis is what
-    // waits (BENCHMARKS.md, issue 28).
+    // waits (BENCHMARKS.md, issue 28). At 1M rows, 1 GiB a thread and no
+    // merges took 534 s against 605 s with 256 MiB and tantivy's merges.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let analysing = match morph::analyzer() {
         Analyzer::Korean(..) => (cores / 2).max(1),
@@ -160,7 +161,9 @@ pub async fn reindex_locked(
         tokio::task::spawn_blocking(move || -> Result<_> {
             let generation = create_generation_with_trigrams(&root, &sources, &trigrams)?;
             // Each indexing thread gets the whole budget: split, their
-            // segments would be smaller and more of them (see above).
+            // segments would be smaller and more of them (see above). The
+            // writer merges nothing; `publish` seals the segments (see
+            // `chaja_index::merges`).
             let writer = generation
                 .writer_with_threads(memory.saturating_mul(indexing_threads), indexing_threads)?;
             Ok((generation, writer))
