@@ -360,6 +360,47 @@ fn a_swap_during_the_cleanup_of_a_rebuild_keeps_the_new_live_generation() {
     assert_eq!(live.live().id, rebuilt.id);
 }
 
+/// A published rebuild is sealed: the serving writer opened on it leaves
+/// its ten alike segments unmerged through a commit, where tantivy's log
+/// policy would merge them whole (see `merges`).
+#[test]
+fn a_published_rebuild_keeps_its_segments_while_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = chaja_core::sources::for_tests();
+    let rebuilt = create_generation(dir.path(), &sources).unwrap();
+    let mut writer = rebuilt.writer_with_threads(16 << 20, 1).unwrap();
+    for segment in 0..10 {
+        for i in 0..20 {
+            writer.upsert(&doc(segment * 100 + i, 0)).unwrap();
+        }
+        writer.commit(0).unwrap();
+    }
+    writer.wait_merging_threads().unwrap();
+    let path = generation_path(dir.path(), rebuilt.id);
+    let segments = || -> std::collections::HashSet<_> {
+        Index::open_in_dir(&path)
+            .unwrap()
+            .searchable_segment_ids()
+            .unwrap()
+            .into_iter()
+            .collect()
+    };
+    let written = segments();
+    assert_eq!(written.len(), 10, "the rebuild writer merged");
+    publish(dir.path(), rebuilt.id).unwrap();
+    drop(rebuilt);
+    assert_eq!(crate::merges::sealed(&path), written);
+
+    let index = SearchIndex::open_for_serving(dir.path(), &sources).unwrap();
+    let mut writer = index.live().writer(16 << 20).unwrap();
+    writer.upsert(&doc(5_000, 0)).unwrap();
+    writer.commit(1).unwrap();
+    writer.wait_merging_threads().unwrap();
+    let serving = segments();
+    assert!(written.is_subset(&serving), "a sealed segment was merged");
+    assert_eq!(serving.len(), 11);
+}
+
 /// Two rows of one time whose integer keys differ by 2⁵⁹ (and two of other
 /// sources with the same key) have ranks of their own: a cursor walk one
 /// hit a page returns every one of them, once. (The tiebreak used to
