@@ -547,8 +547,8 @@ impl Generation {
     /// of them as the rebuild went on: at 1M rows with 256 MiB a thread,
     /// 48 segments of 18,000 rows became 6, and those merges took a tenth
     /// of its CPU. With 1 GiB a thread, a rebuild writes ten alike
-    /// segments of about 90,000 rows and merges none: 534 s instead of
-    /// 605 s (BENCHMARKS.md, issue 28).
+    /// segments of about 90,000 rows and merges none: 488–534 s against
+    /// 539–605 s in three alternated pairs (BENCHMARKS.md, issue 28).
     ///
     /// tantivy refuses less than 15 MB per thread (its
     /// `MEMORY_BUDGET_NUM_BYTES_MIN`, not exported) and more than 8 threads.
