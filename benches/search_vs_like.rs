@@ -82,7 +82,11 @@ async fn main() {
             stages: Default::default(),
         }
     } else {
-        reindex(&db, &chaja_demo::sources(), &dir, 512 << 20, false)
+        let options = chaja_mirror::reindex::RebuildOptions {
+            writer_memory: 512 << 20,
+            positions: chaja_index::PositionsShare::EVERY,
+        };
+        reindex(&db, &chaja_demo::sources(), &dir, options, false)
             .await
             .expect("reindex")
     };

@@ -380,7 +380,7 @@ async fn a_rebuild_holds_back_pruning_until_it_is_adopted(store: Store) {
         app.db(),
         app.state.search.index.sources(),
         &other.path().join("index"),
-        32 << 20,
+        crate::helpers::REBUILD,
         false,
     )
     .await

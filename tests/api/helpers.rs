@@ -222,6 +222,12 @@ impl Database {
     }
 }
 
+/// How tests rebuild: a small writer, every 4-gram's positions kept.
+pub const REBUILD: chaja_mirror::reindex::RebuildOptions = chaja_mirror::reindex::RebuildOptions {
+    writer_memory: 32 << 20,
+    positions: chaja_index::PositionsShare::EVERY,
+};
+
 /// The settings of a test server on `database`: small pools, fast polling,
 /// no Redis.
 fn serve_args(database: &Database) -> ServeArgs {
@@ -234,6 +240,7 @@ fn serve_args(database: &Database) -> ServeArgs {
             ko_dic: ko_dic(),
             analysis_cache: chaja_index::morph::DEFAULT_SENTENCE_CACHE_BYTES as usize,
             writer_memory: 32 << 20,
+            fourgram_positions: Default::default(),
             config: None,
         },
         bind: "127.0.0.1:0".parse().unwrap(),
@@ -469,7 +476,7 @@ impl TestApp {
     /// server then catches it up and swaps it in).
     pub async fn reindex(&self) -> chaja_mirror::Result<chaja_mirror::reindex::Rebuilt> {
         let sources = self.state.search.index.sources();
-        chaja_mirror::reindex::reindex(self.db(), sources, &self.index_dir(), 32 << 20, false).await
+        chaja_mirror::reindex::reindex(self.db(), sources, &self.index_dir(), REBUILD, false).await
     }
 
     /// Fails unless `verify` finds the tables and the index alike.

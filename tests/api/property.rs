@@ -9,7 +9,7 @@ use chaja_core::model::{AttrValue, Doc, Key};
 use chaja_core::sources::SourceId;
 use chaja_core::text::{normalize, parse_query, row_matches, Keyword};
 use chaja_index::search::{search_split, AttrOrder, Filter, NumberRange, Request, Sort};
-use chaja_index::{create_generation_with_trigrams, Generation, Trigrams};
+use chaja_index::{create_generation_with_grams, Fourgrams, Generation, Trigrams};
 
 /// Small alphabets so that random keywords actually occur.
 fn text() -> impl Strategy<Value = String> {
@@ -75,17 +75,18 @@ fn keyword() -> impl Strategy<Value = String> {
     prop::collection::vec(pieces, 1..6).prop_map(|v| v.concat())
 }
 
-/// Every other distinct trigram of the rows' normalized texts, in sorted
-/// order: what `grams3` holds in place of the common ones.
-fn every_other_trigram(docs: &[Doc]) -> Trigrams {
+/// Every other distinct gram of `n` characters of the rows' normalized
+/// texts, in sorted order: what `grams3` holds in place of the common
+/// trigrams, or `grams4` with positions in place of the common 4-grams.
+fn every_other_gram(docs: &[Doc], n: usize) -> Vec<String> {
     let mut all = std::collections::BTreeSet::new();
     for doc in docs {
         for text in doc.title.iter().chain(&doc.body) {
             let chars: Vec<char> = normalize(text).chars().collect();
-            all.extend(chars.windows(3).map(|w| w.iter().collect::<String>()));
+            all.extend(chars.windows(n).map(|w| w.iter().collect::<String>()));
         }
     }
-    Trigrams::only(all.iter().step_by(2).map(String::as_str))
+    all.into_iter().step_by(2).collect()
 }
 
 /// The rows in two commits (two segments, deletes in the first), then a
@@ -95,10 +96,12 @@ fn build(
     deleted: &[usize],
     changed: &[Doc],
     trigrams: &Trigrams,
+    fourgrams: &Fourgrams,
 ) -> (tempfile::TempDir, Generation) {
     let dir = tempfile::tempdir().unwrap();
     let generation =
-        create_generation_with_trigrams(dir.path(), &chaja_demo::sources(), trigrams).unwrap();
+        create_generation_with_grams(dir.path(), &chaja_demo::sources(), trigrams, fourgrams)
+            .unwrap();
     let mut writer = generation.writer(16 << 20).unwrap();
     // Two commits, so there are two segments and deletes in the first.
     let half = docs.len() / 2;
@@ -201,6 +204,10 @@ proptest! {
         // `grams3` holds every trigram, or every other one of the rows'
         // (the rest are rare: found through their 4-grams and text ends).
         every_trigram in any::<bool>(),
+        // `grams4` keeps positions for every 4-gram, or for every other
+        // one of the rows' (a long keyword with another is checked against
+        // the stored text).
+        every_fourgram in any::<bool>(),
     ) {
         let docs: Vec<Doc> = rows
             .iter()
@@ -248,20 +255,27 @@ proptest! {
             .collect();
         let trigrams = match every_trigram {
             true => Trigrams::every(),
-            false => every_other_trigram(&original),
+            false => Trigrams::only(every_other_gram(&original, 3).iter().map(String::as_str)),
         };
-        let (_dir, generation) = build(&original, &deleted, &changed, &trigrams);
+        let fourgrams = match every_fourgram {
+            true => Fourgrams::every(),
+            false => Fourgrams::only(every_other_gram(&original, 4).iter().map(String::as_str)),
+        };
+        let (_dir, generation) = build(&original, &deleted, &changed, &trigrams, &fourgrams);
         let filter = filter.unwrap_or_default();
-        // Random keywords seldom occur as three characters of a row, so
-        // some are cut from the rows: the first, middle and last trigram
-        // of a few bodies, where a rare one is found at a 4-gram's start
-        // or at the text's end.
+        // Random keywords seldom occur as three or more characters of a
+        // row, so some are cut from the rows: the first, middle and last
+        // trigram of a few bodies, where a rare one is found at a 4-gram's
+        // start or at the text's end, and 5 and 7 characters there, which
+        // a rare 4-gram may leave unpinned.
         let mut queries = queries;
         for doc in docs.iter().take(4) {
             let chars: Vec<char> = normalize(&doc.body[0]).chars().collect();
-            if chars.len() >= 3 {
-                for at in [0, (chars.len() - 3) / 2, chars.len() - 3] {
-                    queries.push((chars[at..at + 3].iter().collect(), None));
+            for n in [3, 5, 7] {
+                if chars.len() >= n {
+                    for at in [0, (chars.len() - n) / 2, chars.len() - n] {
+                        queries.push((chars[at..at + n].iter().collect(), None));
+                    }
                 }
             }
         }

@@ -14,6 +14,7 @@ both_stores!(
     cursor_walk_under_concurrent_writes_has_no_duplicates_or_gaps,
     filters_and_sorts_combine_with_text,
     synonyms_widen_a_keyword_to_the_union_of_its_forms,
+    a_rebuild_that_keeps_fewer_positions_answers_the_same,
 );
 
 async fn finds_rows_like_like_does(store: Store) {
@@ -672,5 +673,76 @@ async fn synonyms_widen_a_keyword_to_the_union_of_its_forms(store: Store) {
     // Every form is highlighted.
     let hit = &app.search("kubernetes", "&size=100").await["hits"];
     assert!(hit.to_string().contains("<em>쿠버네티스</em>"), "{hit}");
+    app.finish().await;
+}
+
+/// A rebuild that keeps positions only for the 4-grams in half the rows or
+/// more (`--fourgram-positions-share 0.5`) writes the others without, and
+/// answers as the index built row by row did: a long keyword with a rare
+/// 4-gram is checked against its rows' text, which drops the row that
+/// holds its 4-grams apart.
+async fn a_rebuild_that_keeps_fewer_positions_answers_the_same(store: Store) {
+    let app = spawn_app(store).await;
+    let user = app.create_user("u").await;
+    // Enough rows for a rebuild's sample to choose (500).
+    for chunk in 0..6 {
+        let rows: Vec<String> = (0..100)
+            .map(|i| {
+                let n = chunk * 100 + i;
+                let title = match n % 2 {
+                    0 => "스프링부트 설정",
+                    _ => "공통 제목",
+                };
+                let body = match n % 100 {
+                    7 => "드문 스프링부트 사례 본문",
+                    // Every 4-gram of `스프링부트 사례`, apart.
+                    8 => "스프링부트 사과 트 사례",
+                    _ => "공통 본문입니다",
+                };
+                format!("({user}, '{title} {n}', '{body}')")
+            })
+            .collect();
+        app.sql(&format!(
+            "INSERT INTO questions (author_id, title, content) VALUES {}",
+            rows.join(", ")
+        ))
+        .await;
+    }
+    app.wait_indexed().await;
+    let queries = [
+        ("스프링부트", 306),
+        ("\"스프링부트 사례\"", 6),
+        ("\"트 사례\"", 12),
+        ("사과", 6),
+        ("\"부트 설정\"", 300),
+        ("\"본문입니다\"", 588),
+    ];
+    for (q, total) in queries {
+        assert_eq!(app.search(q, "").await["total"], total, "{q}, row by row");
+    }
+    let options = chaja_mirror::reindex::RebuildOptions {
+        positions: chaja_index::PositionsShare::new(0.5).unwrap(),
+        ..crate::helpers::REBUILD
+    };
+    let index = &app.state.search.index;
+    let rebuilt =
+        chaja_mirror::reindex::reindex(app.db(), index.sources(), &app.index_dir(), options, false)
+            .await
+            .unwrap();
+    crate::helpers::wait_until(
+        std::time::Duration::from_secs(30),
+        "the rebuild never went live",
+        || async { index.live().id == rebuilt.generation },
+    )
+    .await;
+    // The rare 4-grams were left out of `grams4`: its list is there.
+    let fourgrams = index.live().fields.fourgrams.clone();
+    assert!(fourgrams.common().is_some_and(|n| n > 0));
+    assert!(fourgrams.holds("스프링부") && !fourgrams.holds("트 사례"));
+    for (q, total) in queries {
+        assert_eq!(app.search(q, "").await["total"], total, "{q}, rebuilt");
+    }
+    let hits = app.search("\"스프링부트 사례\"", "&size=10").await;
+    assert_eq!(hits["hits"].as_array().unwrap().len(), 6, "{hits}");
     app.finish().await;
 }

@@ -761,10 +761,15 @@ async fn reindex_and_verify_work_per_source(store: Store) {
     app.wait_indexed().await;
     let sources = app.state.search.index.sources().clone();
     let old = app.state.search.index.live().id;
-    let rebuilt =
-        chaja_mirror::reindex::reindex(app.db(), &sources, &app.index_dir(), 32 << 20, false)
-            .await
-            .unwrap();
+    let rebuilt = chaja_mirror::reindex::reindex(
+        app.db(),
+        &sources,
+        &app.index_dir(),
+        crate::helpers::REBUILD,
+        false,
+    )
+    .await
+    .unwrap();
     // One visible question and one answer; the soft-deleted row is not read.
     assert_eq!(rebuilt.docs, 2, "{rebuilt:?}");
     wait_until(

@@ -224,7 +224,7 @@ impl App {
                 db,
                 search,
                 mirror,
-                writer_memory: args.store.writer_memory(),
+                rebuild: args.store.rebuild_options(),
                 max_lag: args.mirror.max_lag,
                 input: args.input_limits(),
                 synonyms: std::sync::Arc::new(synonyms),

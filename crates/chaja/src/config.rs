@@ -253,6 +253,19 @@ pub struct StoreArgs {
     #[arg(long = "writer-memory-mb", env = "CHAJA_WRITER_MEMORY_MB", default_value = "1024", value_parser = mebibytes)]
     pub writer_memory: usize,
 
+    /// The share of rows (0 to 1) a 4-gram must be in for a rebuild to keep
+    /// its positions. 0 keeps every 4-gram's: the fastest answers. Above
+    /// 0 the index is smaller, and a keyword of five or more characters
+    /// with a rarer 4-gram reads its candidates' text: at 100k rows, 0.03
+    /// made it 24% smaller and 0.1 32%, with first queries' p99 10 and 28
+    /// times slower (BENCHMARKS.md, issue 28). Only a rebuild applies it.
+    #[arg(
+        long = "fourgram-positions-share",
+        env = "CHAJA_FOURGRAM_POSITIONS_SHARE",
+        default_value = "0"
+    )]
+    pub fourgram_positions: chaja_index::PositionsShare,
+
     /// The config file (TOML): the tables to mirror (`[[source]]`) and
     /// `[synonyms]`. Without `[[source]]`, the built-in demo platform.
     #[arg(long, env = "CHAJA_CONFIG")]
@@ -281,6 +294,14 @@ impl StoreArgs {
     /// The index writer's memory budget, in bytes.
     pub fn writer_memory(&self) -> usize {
         self.writer_memory.max(16 << 20)
+    }
+
+    /// How a rebuild writes its generation.
+    pub fn rebuild_options(&self) -> chaja_mirror::reindex::RebuildOptions {
+        chaja_mirror::reindex::RebuildOptions {
+            writer_memory: self.writer_memory(),
+            positions: self.fourgram_positions,
+        }
     }
 
     /// The SQLite file's folder, created on first run.
@@ -364,6 +385,7 @@ impl ServeArgs {
             poll: m.poll.max(Duration::from_millis(1)),
             gap_grace: m.gap_grace,
             writer_memory: self.store.writer_memory(),
+            positions: self.store.fourgram_positions,
             replica_id: self.replica_id(),
             retention_window: m.outbox_retention,
             keep_rows: m.outbox_keep,

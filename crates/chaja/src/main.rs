@@ -66,7 +66,7 @@ async fn run(dotenv: Option<Result<(), dotenvy::Error>>) -> anyhow::Result<()> {
                 &db,
                 &sources,
                 &store.index_dir,
-                store.writer_memory(),
+                store.rebuild_options(),
                 true,
             )
             .await

@@ -77,13 +77,13 @@ async fn start_reindex(State(state): State<AppState>) -> Result<(StatusCode, Jso
     let root = state.search.index.root().to_path_buf();
     let lock = reindex::lock(&root).await?;
     let db = state.db.clone();
-    let memory = state.writer_memory;
+    let options = state.rebuild;
     let bar = ProgressBar::hidden();
     let tracker = state.operations.rebuilds.clone();
     tracker.start(bar.clone());
     let sources = state.search.index.sources().clone();
     let rebuild = tokio::spawn(async move {
-        reindex::reindex_locked(&db, &sources, &root, lock, memory, bar).await
+        reindex::reindex_locked(&db, &sources, &root, lock, options, bar).await
     });
     tokio::spawn(async move {
         // A panic in the rebuild is its failure too, not a scan that never

@@ -84,8 +84,8 @@ pub struct Shared {
     /// The answer path: index, cache, lane, cursors, trending, suggestions.
     pub search: SearchService,
     pub mirror: MirrorHandle,
-    /// Index writer memory for rebuilds started over HTTP.
-    pub writer_memory: usize,
+    /// How rebuilds started over HTTP write their generation.
+    pub rebuild: chaja_mirror::reindex::RebuildOptions,
     /// Past this much lag (the oldest change not applied yet), `/readyz`
     /// says not ready.
     pub max_lag: Duration,

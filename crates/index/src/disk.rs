@@ -10,12 +10,12 @@ use tantivy::{Index, IndexSettings, IndexSortByField, Order};
 use chaja_core::sources::Sources;
 
 use crate::checkpoint::{read_checkpoint, Checkpoint};
+use crate::common_grams::{Fourgrams, Trigrams};
 use crate::generation::{
     analyzer_stamp, generation_path, generation_stamp, Generation, ANALYZER_FILE, DEFINITION_FILE,
     SOURCES_FILE,
 };
 use crate::schema::build_schema;
-use crate::trigrams::Trigrams;
 use crate::{IndexError, Result};
 
 const CURRENT: &str = "CURRENT";
@@ -139,17 +139,19 @@ pub(crate) fn named(root: &Path, name: &str) -> Result<Option<u64>> {
 }
 
 /// Creates an empty generation after the newest one on disk, whose
-/// `grams3` holds every trigram.
+/// `grams3` holds every trigram and `grams4` every 4-gram.
 pub fn create_generation(root: &Path, sources: &Sources) -> Result<Generation> {
-    create_generation_with_trigrams(root, sources, &Trigrams::every())
+    create_generation_with_grams(root, sources, &Trigrams::every(), &Fourgrams::every())
 }
 
 /// Creates an empty generation after the newest one on disk, whose
-/// `grams3` holds `trigrams` (see `trigrams`): what a rebuild creates.
-pub fn create_generation_with_trigrams(
+/// `grams3` holds `trigrams` and `grams4` `fourgrams` (see
+/// `common_grams`): what a rebuild creates.
+pub fn create_generation_with_grams(
     root: &Path,
     sources: &Sources,
     trigrams: &Trigrams,
+    fourgrams: &Fourgrams,
 ) -> Result<Generation> {
     std::fs::create_dir_all(root)?;
     let id = list_generations(root)?.last().copied().unwrap_or(0) + 1;
@@ -171,6 +173,7 @@ pub fn create_generation_with_trigrams(
     std::fs::write(path.join(SOURCES_FILE), generation_stamp(sources))?;
     std::fs::write(path.join(DEFINITION_FILE), sources.definition())?;
     trigrams.save(&path)?;
+    fourgrams.save(&path)?;
     Generation::from_index(id, path, index, sources)
 }
 

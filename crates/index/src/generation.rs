@@ -17,11 +17,13 @@ use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 use crate::attributes::{AttrArrays, AttrLayout, SegmentFacetValues};
 use crate::checkpoint::{read_checkpoint, Checkpoint};
 use crate::columns::SegmentColumns;
+use crate::common_grams::{Fourgrams, Trigrams};
 use crate::merges::{self, ApartMergePolicy, MergeHold, SegmentKinds};
 use crate::patches::{Patches, Tracker};
-use crate::schema::{build_schema, Fields, BIGRAM, FOURGRAM, MORPH, TRIGRAM, UNIGRAM};
+use crate::schema::{
+    build_schema, Fields, BIGRAM, FOURGRAM, MORPH, RARE_FOURGRAM, TRIGRAM, UNIGRAM,
+};
 use crate::tokenizer::{ChunkTokenizer, GramTokenizer};
-use crate::trigrams::Trigrams;
 use crate::uid::{key_term, tag_source};
 use crate::writer::{for_each_live_key, DocWriter, Pace};
 use crate::{morph, search, IndexError, Result};
@@ -37,7 +39,7 @@ pub(crate) const SOURCES_FILE: &str = "sources";
 /// compares the file with its list of sources alone) from adopting a
 /// rebuild in this layout, whose keywords it would look up in fields that
 /// no longer hold them.
-const LAYOUT: &str = "layout: grams4 tag columns patches by-source common-trigrams";
+const LAYOUT: &str = "layout: grams4 tag columns patches by-source common-trigrams rare-fourgrams";
 
 /// What [`SOURCES_FILE`] holds for a generation of `sources`.
 pub(crate) fn generation_stamp(sources: &Sources) -> String {
@@ -216,11 +218,15 @@ impl Generation {
         index: Index,
         sources: &Sources,
     ) -> Result<Generation> {
+        let fourgrams = Fourgrams::load(&path)?;
         index
             .tokenizers()
-            .register(FOURGRAM, GramTokenizer::fourgram());
+            .register(FOURGRAM, GramTokenizer::fourgram(fourgrams.clone()));
         // The doc-id-only fields receive their distinct grams ready-cut
         // (see `tokenizer::distinct_grams`).
+        index
+            .tokenizers()
+            .register(RARE_FOURGRAM, ChunkTokenizer::new(4));
         index.tokenizers().register(TRIGRAM, ChunkTokenizer::new(3));
         index.tokenizers().register(BIGRAM, ChunkTokenizer::new(2));
         index.tokenizers().register(UNIGRAM, ChunkTokenizer::new(1));
@@ -231,6 +237,7 @@ impl Generation {
             .register(MORPH, WhitespaceTokenizer::default());
         let fields = Fields {
             trigrams: Trigrams::load(&path)?,
+            fourgrams,
             ..Fields::from_schema(&index.schema())?
         };
         // Reloaded by the writer right after each commit, so a write is

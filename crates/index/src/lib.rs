@@ -10,7 +10,8 @@
 //!
 //! - [`schema`]: the fields (n-grams, morphemes, keys, attributes) and
 //!   [`tokenizer`]: positional character n-grams of normalized text;
-//!   `trigrams`: which trigrams a generation's `grams3` holds.
+//!   `common_grams`: which trigrams a generation's `grams3` holds, and
+//!   which 4-grams keep positions in `grams4`.
 //! - [`morph`]: Korean morphology (lindera, mecab-ko-dic): building and
 //!   loading the dictionary, content morphemes.
 //! - `generation`: one opened generation ([`Generation`]) and its stamps;
@@ -35,6 +36,7 @@
 pub mod attributes;
 mod checkpoint;
 mod columns;
+pub mod common_grams;
 mod disk;
 mod error;
 mod generation;
@@ -47,7 +49,6 @@ pub mod schema;
 pub mod search;
 mod stored;
 pub mod tokenizer;
-pub mod trigrams;
 mod uid;
 mod version;
 pub mod warm;
@@ -57,17 +58,17 @@ mod writer;
 mod tests;
 
 pub use checkpoint::{Checkpoint, GapRange};
+pub use common_grams::{Fourgrams, PositionsShare, Trigrams};
 pub use disk::{
-    create_generation, create_generation_with_trigrams, make_current, publish,
-    published_checkpoint, rebuild_marker, remove_unpublished, try_lock_rebuild, RebuildLock,
+    create_generation, create_generation_with_grams, make_current, publish, published_checkpoint,
+    rebuild_marker, remove_unpublished, try_lock_rebuild, RebuildLock,
 };
 pub use error::IndexError;
 pub use generation::{DocSources, Generation, Indexed, SegmentFacets, SegmentTotals, View};
 pub use live::SearchIndex;
 pub use patches::Patches;
-pub use trigrams::Trigrams;
 pub use uid::{key_term, parse_key_term, tag, tag_has_string_key, tag_source, uid};
 pub use version::Version;
-pub use writer::{common_trigrams, for_each_live_key, DocWriter, Morphemes, Pace, BODY_SEPARATOR};
+pub use writer::{common_grams, for_each_live_key, DocWriter, Morphemes, Pace, BODY_SEPARATOR};
 
 pub type Result<T, E = IndexError> = std::result::Result<T, E>;

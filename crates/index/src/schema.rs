@@ -6,10 +6,11 @@ use tantivy::schema::{
 };
 
 use crate::attributes::{FACETS, NUMBERS};
-use crate::trigrams::Trigrams;
+use crate::common_grams::{Fourgrams, Trigrams};
 
 /// Tokenizer names, registered on every opened index.
 pub const FOURGRAM: &str = "chaja_fourgram";
+pub const RARE_FOURGRAM: &str = "chaja_rare_fourgram";
 pub const TRIGRAM: &str = "chaja_trigram";
 pub const BIGRAM: &str = "chaja_bigram";
 pub const UNIGRAM: &str = "chaja_unigram";
@@ -61,8 +62,14 @@ pub struct Fields {
     ///
     /// 4-grams with frequencies and positions: a 4-character keyword is one
     /// term, a longer one a phrase of few, rare terms (so few candidates to
-    /// check positions of), and BM25 has what it needs.
+    /// check positions of), and BM25 has what it needs. Only the 4-grams
+    /// `fourgrams` holds; by default every one.
     pub grams4: Field,
+    /// Which 4-grams `grams4` holds (see `common_grams`).
+    pub fourgrams: Fourgrams,
+    /// The other 4-grams, doc ids only: a long keyword with one of them is
+    /// checked against its candidates' stored text (see `search::checked`).
+    pub grams4_rare: Field,
     /// Trigrams, doc ids only: a 3-character keyword is one term, counted
     /// from its postings, when `trigrams` holds it.
     pub grams3: Field,
@@ -98,6 +105,8 @@ impl Fields {
             title: schema.get_field("title")?,
             content: schema.get_field("content")?,
             grams4: schema.get_field("grams4")?,
+            fourgrams: Fourgrams::every(),
+            grams4_rare: schema.get_field("grams4_rare")?,
             grams3: schema.get_field("grams3")?,
             trigrams: Trigrams::every(),
             grams2: schema.get_field("grams2")?,
@@ -147,6 +156,7 @@ pub fn build_schema() -> Schema {
                 .set_fieldnorms(false),
         )
     };
+    b.add_text_field("grams4_rare", doc_ids_only(RARE_FOURGRAM));
     b.add_text_field("grams3", doc_ids_only(TRIGRAM));
     b.add_text_field("grams2", doc_ids_only(BIGRAM));
     b.add_text_field("chars", doc_ids_only(UNIGRAM));

@@ -905,7 +905,8 @@ fn rare_trigrams_are_found_wherever_they_are() {
     let dir = tempfile::tempdir().unwrap();
     let sources = chaja_core::sources::for_tests();
     let common = Trigrams::only(["있습니"]);
-    let generation = create_generation_with_trigrams(dir.path(), &sources, &common).unwrap();
+    let generation =
+        create_generation_with_grams(dir.path(), &sources, &common, &Fourgrams::every()).unwrap();
     let mut writer = generation.writer(32 << 20).unwrap();
     let rows: [(Option<&str>, &[&str]); 9] = [
         (Some("드문말 제목"), &["있습니다"]),
@@ -940,5 +941,70 @@ fn rare_trigrams_are_found_wherever_they_are() {
         assert_eq!(total("말 뒤"), 1);
         assert_eq!(total("드문말 뒤"), 1);
         assert_eq!(total("없는말"), 0);
+    }
+}
+
+/// With `grams4` keeping positions only for some 4-grams, a long keyword is
+/// still found exactly: as a phrase where its held 4-grams pin every
+/// character (a cover other than the plain one), and otherwise as the
+/// rows holding its 4-grams, checked against their text, which drops the
+/// rows that hold them apart. A rare 4-gram is one term of `grams4_rare`,
+/// and a rare trigram's 4-grams are found in both fields. Deleted rows and
+/// matches across two fields stay out, relevance finds the same rows, and
+/// the list is read back when the generation is opened again.
+#[test]
+fn long_keywords_with_rare_fourgrams_are_found_exactly() {
+    use crate::search::{search, Request, Sort};
+    let dir = tempfile::tempdir().unwrap();
+    let sources = chaja_core::sources::for_tests();
+    // Held: `스프링부` and `링부트 `; `프링부트` is not, so `스프링부트 `
+    // is the phrase of the two, and `스프링부트` (whose `트` only
+    // `프링부트` pins) is checked.
+    let fourgrams = Fourgrams::only(["스프링부", "링부트 "]);
+    let generation =
+        create_generation_with_grams(dir.path(), &sources, &Trigrams::every(), &fourgrams).unwrap();
+    let mut writer = generation.writer(32 << 20).unwrap();
+    let rows: [(Option<&str>, &[&str]); 7] = [
+        (Some("스프링부트 설정"), &["본문"]),
+        (None, &["앞 스프링부트"]),
+        (None, &["스프링부트 뒤"]),
+        // Every 4-gram of `스프링부트`, but apart.
+        (None, &["스프링부 프링부트"]),
+        (None, &["스프링", "부트"]),
+        (Some("스프링부"), &["트"]),
+        (None, &["지울 스프링부트"]),
+    ];
+    for (i, (title, body)) in rows.iter().enumerate() {
+        let mut d = doc(i as i64, 1);
+        d.title = title.map(str::to_owned);
+        d.body = body.iter().map(|b| b.to_string()).collect();
+        writer.upsert(&d).unwrap();
+    }
+    writer.commit(1).unwrap();
+    writer.delete(SourceId::from_index(0), "6");
+    writer.commit(2).unwrap();
+    generation.reload().unwrap();
+    for generation in [
+        generation,
+        Generation::open(dir.path(), 1, &sources).unwrap(),
+    ] {
+        assert_eq!(generation.fields.fourgrams.common(), Some(2));
+        let total = |q: &str| total_of(&generation, q);
+        assert_eq!(total("스프링부트"), 3);
+        assert_eq!(total("\"스프링부트 \""), 2);
+        assert_eq!(total("프링부트"), 4);
+        assert_eq!(total("프링부"), 5);
+        assert_eq!(total("\"부트 뒤\""), 1);
+        assert_eq!(total("스프링부트 설정"), 1);
+        assert_eq!(total("스프링부트 본문"), 1);
+        assert_eq!(total("\"링부트 설\""), 1);
+        assert_eq!(total("부트설정"), 0);
+        let mut relevance = Request::newest_first(chaja_core::text::parse_query("스프링부트"), 10);
+        relevance.sort = Sort::Relevance;
+        let found = search(&generation, &relevance).unwrap();
+        assert_eq!(found.total, 3);
+        let mut ids: Vec<String> = found.hits.iter().map(|h| h.key.text()).collect();
+        ids.sort();
+        assert_eq!(ids, ["0", "1", "2"]);
     }
 }

@@ -1,14 +1,15 @@
 //! Character n-grams: positional 4-grams, and each distinct shorter gram
-//! once.
+//! (and rare 4-gram) once.
 //!
 //! tantivy's `NgramTokenizer` gives every gram position 0, so a phrase query
 //! over its grams cannot check adjacency. [`GramTokenizer`] emits the
 //! 4-grams of the normalized text with `position = character index`: a
 //! slop-0 phrase of a keyword's 4-grams then matches exactly where the
-//! keyword is a substring. The fields of 1, 2 and 3 characters keep doc
-//! ids only, so they get each gram of a row once ([`distinct_grams`], cut
-//! by [`ChunkTokenizer`]). Spaces and punctuation are kept in the grams, as
-//! `LIKE` keeps them.
+//! keyword is a substring. It emits only the 4-grams the generation keeps
+//! positions for (see `common_grams`). The fields of 1, 2 and 3
+//! characters, and the rare 4-grams, keep doc ids only, so they get each
+//! gram of a row once ([`distinct_grams`], cut by [`ChunkTokenizer`]).
+//! Spaces and punctuation are kept in the grams, as `LIKE` keeps them.
 
 use std::cell::RefCell;
 
@@ -16,27 +17,36 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 use chaja_core::text::normalize;
 
-use crate::trigrams::{pack, Trigrams};
+use crate::common_grams::{pack, Fourgrams, Trigrams};
 
 /// Overlapping grams of `n` characters of [`normalize`]d text, every
-/// occurrence at its character index: the positional 4-grams.
+/// occurrence at its character index: the positional 4-grams, only those
+/// `kept` holds.
 #[derive(Clone, Debug)]
 pub struct GramTokenizer {
     n: usize,
+    kept: Fourgrams,
 }
 
 impl GramTokenizer {
     pub fn new(n: usize) -> Self {
-        GramTokenizer { n }
+        GramTokenizer {
+            n,
+            kept: Fourgrams::every(),
+        }
     }
 
-    pub fn fourgram() -> Self {
-        GramTokenizer::new(4)
+    /// The 4-grams `kept` holds, at their positions.
+    pub fn fourgram(kept: Fourgrams) -> Self {
+        GramTokenizer { n: 4, kept }
     }
 }
 
 pub struct GramStream {
     text: String,
+    /// Every character, when only some 4-grams are emitted: their keys.
+    chars: Vec<char>,
+    kept: Fourgrams,
     /// Byte offset of every character, plus `text.len()` at the end.
     bounds: Vec<usize>,
     n: usize,
@@ -51,8 +61,14 @@ impl Tokenizer for GramTokenizer {
         let text = normalize(text);
         let mut bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
         bounds.push(text.len());
+        let chars = match self.kept.holds_every() {
+            true => Vec::new(),
+            false => text.chars().collect(),
+        };
         GramStream {
             text,
+            chars,
+            kept: self.kept.clone(),
             bounds,
             n: self.n,
             next: 0,
@@ -63,7 +79,14 @@ impl Tokenizer for GramTokenizer {
 
 impl TokenStream for GramStream {
     fn advance(&mut self) -> bool {
-        let pos = self.next;
+        let mut pos = self.next;
+        if !self.chars.is_empty() {
+            while pos + self.n < self.bounds.len()
+                && !self.kept.holds_key(pack(&self.chars[pos..pos + self.n]))
+            {
+                pos += 1;
+            }
+        }
         if pos + self.n >= self.bounds.len() {
             return false;
         }
@@ -74,7 +97,7 @@ impl TokenStream for GramStream {
         self.token.offset_to = to;
         self.token.position = pos;
         self.token.position_length = 1;
-        self.next += 1;
+        self.next = pos + 1;
         true
     }
 
@@ -87,42 +110,50 @@ impl TokenStream for GramStream {
     }
 }
 
-/// The distinct 1-, 2- and 3-character grams of normalized `text`, each
-/// once and back to back, in the order they first occur: what the
-/// doc-id-only fields (`chars`, `grams2`, `grams3`) index, cut again by a
-/// [`ChunkTokenizer`]. Of the trigrams, only those `trigrams` holds, and
-/// the last one of the text (see `trigrams`).
+/// The distinct 1-, 2- and 3-character grams of normalized `text`, and its
+/// rare 4-grams, each once and back to back, in the order they first
+/// occur: what the doc-id-only fields (`chars`, `grams2`, `grams3`,
+/// `grams4_rare`) index, cut again by a [`ChunkTokenizer`]. Of the
+/// trigrams, only those `trigrams` holds, and the last one of the text; of
+/// the 4-grams, those `fourgrams` does not hold (see `common_grams`).
 ///
 /// The writer calls this before a document goes to tantivy, so the work
 /// runs on the thread that feeds tantivy, not on tantivy's indexing thread,
 /// which a rebuild waits on. Each gram is found once: a repeat changes
 /// nothing in a doc-id-only field but costs tantivy a hash lookup, and in
 /// a row of Korean prose most characters and many bigrams are repeats. A
-/// gram is looked up here by its characters packed in a `u64` (21 bits
+/// gram is looked up here by its characters packed in a `u128` (21 bits
 /// each), which hashes faster than its bytes.
-pub fn distinct_grams(text: &str, trigrams: &Trigrams) -> [String; 3] {
+pub fn distinct_grams(text: &str, trigrams: &Trigrams, fourgrams: &Fourgrams) -> [String; 4] {
     thread_local! {
         /// Kept between rows so that a row does not allocate them again;
         /// dropped after a row long enough to grow them past `KEPT`, so a
         /// huge row does not pin its memory on the thread.
-        static SEEN: RefCell<[foldhash::HashSet<u64>; 3]> = RefCell::default();
+        static SEEN: RefCell<[foldhash::HashSet<u128>; 4]> = RefCell::default();
     }
     const KEPT: usize = 1 << 16;
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let end = |i: usize| chars.get(i).map_or(text.len(), |&(at, _)| at);
-    let mut out: [String; 3] = Default::default();
+    let mut out: [String; 4] = Default::default();
+    // Only rare 4-grams are written here, and none when all are common.
+    let sizes = if fourgrams.holds_every() { 3 } else { 4 };
     SEEN.with_borrow_mut(|seen| {
         for set in seen.iter_mut() {
             set.clear();
         }
         for (i, &(from, _)) in chars.iter().enumerate() {
-            let mut key = 0u64;
-            for (n, (set, grams)) in seen.iter_mut().zip(&mut out).enumerate() {
+            let mut key = 0u128;
+            for (n, (set, grams)) in seen.iter_mut().zip(&mut out).take(sizes).enumerate() {
                 let Some(&(_, c)) = chars.get(i + n) else {
                     break;
                 };
-                key = (key << 21) | u64::from(c);
-                if set.insert(key) && (n < 2 || trigrams.holds_key(key)) {
+                key = (key << 21) | u128::from(u32::from(c));
+                let held = match n {
+                    0 | 1 => true,
+                    2 => trigrams.holds_key(key),
+                    _ => !fourgrams.holds_key(key),
+                };
+                if held && set.insert(key) {
                     grams.push_str(&text[from..end(i + n + 1)]);
                 }
             }
@@ -130,7 +161,7 @@ pub fn distinct_grams(text: &str, trigrams: &Trigrams) -> [String; 3] {
         // No 4-gram starts at the last trigram, so `grams3` holds it
         // whether or not it is common.
         if let [.., (from, a), (_, b), (_, c)] = chars[..] {
-            if !trigrams.holds_key(pack([a, b, c])) {
+            if !trigrams.holds_key(pack(&[a, b, c])) {
                 out[2].push_str(&text[from..]);
             }
         }
@@ -229,6 +260,28 @@ pub fn fourgram_cover(keyword: &str) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// The fewest 4-grams of a normalized keyword (5+ characters) that pin
+/// every character, with their offsets, among those `held` says have
+/// positions; `None` when some character is in no such 4-gram. With every
+/// 4-gram held, the [`fourgram_cover`]. Greedy: each next 4-gram is the
+/// furthest one that still touches the first character not yet pinned,
+/// which covers an interval with the fewest.
+pub fn held_cover(keyword: &str, held: impl Fn(&str) -> bool) -> Option<Vec<(usize, String)>> {
+    let chars: Vec<char> = keyword.chars().collect();
+    let last = chars.len().checked_sub(4)?;
+    let gram = |i: usize| chars[i..i + 4].iter().collect::<String>();
+    let mut cover = Vec::new();
+    // Every character before `pinned` is in a chosen 4-gram.
+    let mut pinned = 0;
+    while pinned < chars.len() {
+        let (from, to) = (pinned.saturating_sub(3), pinned.min(last));
+        let i = (from..=to).rev().find(|&i| held(&gram(i)))?;
+        cover.push((i, gram(i)));
+        pinned = i + 4;
+    }
+    Some(cover)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +299,26 @@ mod tests {
         assert_eq!(offsets("abcdefgh"), [0, 4]);
         assert_eq!(offsets("abcdefghi"), [0, 4, 5]);
         assert_eq!(fourgram_cover("있습니다만")[1].1, "습니다만");
+    }
+
+    #[test]
+    fn a_held_cover_pins_every_character_with_held_grams_only() {
+        let offsets = |k: &str, held: &[&str]| {
+            held_cover(k, |g| held.contains(&g))
+                .map(|cover| cover.into_iter().map(|(i, _)| i).collect::<Vec<_>>())
+        };
+        // Every 4-gram held: the plain cover.
+        for k in ["abcd", "abcde", "abcdefgh", "abcdefghi", "abcdefghijklm"] {
+            let every = held_cover(k, |_| true).unwrap();
+            assert_eq!(every, fourgram_cover(k), "{k}");
+        }
+        // `efgh` is not held: `defg` and `fghi` pin its characters.
+        let held = ["abcd", "defg", "fghi"];
+        assert_eq!(offsets("abcdefghi", &held), Some(vec![0, 3, 5]));
+        // `c` is only in `abcd`, `bcde` and `cdef`, and none is held.
+        assert_eq!(offsets("abcdefgh", &["defg", "efgh"]), None);
+        assert_eq!(offsets("abcde", &[]), None);
+        assert_eq!(offsets("abc", &["abc"]), None);
     }
 
     fn tokens<T: Tokenizer>(mut t: T, text: &str) -> Vec<(String, usize)> {
@@ -272,8 +345,14 @@ mod tests {
             ]
         );
         assert!(tokens(GramTokenizer::new(2), "가").is_empty());
-        assert_eq!(tokens(GramTokenizer::fourgram(), "abcd").len(), 1);
-        assert_eq!(tokens(GramTokenizer::fourgram(), "abcabcabc").len(), 6);
+        assert_eq!(
+            tokens(GramTokenizer::fourgram(Fourgrams::every()), "abcd").len(),
+            1
+        );
+        assert_eq!(
+            tokens(GramTokenizer::fourgram(Fourgrams::every()), "abcabcabc").len(),
+            6
+        );
     }
 
     /// The distinct grams of `text` as the doc-id-only fields index them.
@@ -282,7 +361,7 @@ mod tests {
     }
 
     fn distinct_holding(text: &str, n: usize, trigrams: &Trigrams) -> Vec<String> {
-        let grams = distinct_grams(&normalize(text), trigrams);
+        let grams = distinct_grams(&normalize(text), trigrams, &Fourgrams::every());
         tokens(ChunkTokenizer::new(n), &grams[n - 1])
             .into_iter()
             .map(|(gram, _)| gram)
@@ -300,6 +379,25 @@ mod tests {
         let last_common = Trigrams::only(["abx"]);
         assert_eq!(distinct_holding(text, 3, &last_common), ["abx"]);
         assert!(distinct_holding("ab", 3, &common).is_empty());
+    }
+
+    /// Only the held 4-grams get positions, at their character index; the
+    /// others are the rare ones, each once.
+    #[test]
+    fn held_fourgrams_keep_positions_and_the_rest_are_rare() {
+        let held = Fourgrams::only(["abcd", "cdab"]);
+        assert_eq!(
+            tokens(GramTokenizer::fourgram(held.clone()), "abcdabcdx"),
+            [("abcd".into(), 0), ("cdab".into(), 2), ("abcd".into(), 4)]
+        );
+        let [_, _, _, rare] = distinct_grams("abcdabcdx", &Trigrams::every(), &held);
+        let rare: Vec<String> = tokens(ChunkTokenizer::new(4), &rare)
+            .into_iter()
+            .map(|(gram, _)| gram)
+            .collect();
+        assert_eq!(rare, ["bcda", "dabc", "bcdx"]);
+        let [.., none] = distinct_grams("abcdabcdx", &Trigrams::every(), &Fourgrams::every());
+        assert!(none.is_empty());
     }
 
     #[test]

@@ -11,10 +11,10 @@ use chaja_core::text::normalize;
 
 use crate::attributes::AttrLayout;
 use crate::checkpoint::Checkpoint;
+use crate::common_grams::{Fourgrams, PositionsShare, Trigrams, COMMON_SHARE};
 use crate::order::{clamp_time, sort_key, PATCH_ORDER};
 use crate::schema::Fields;
 use crate::tokenizer::distinct_grams;
-use crate::trigrams::Trigrams;
 use crate::uid::{key_term, tag, uid};
 use crate::{morph, Result};
 
@@ -219,8 +219,12 @@ impl DocWriter {
         let grams_of = gram_text(doc.title.as_deref(), body);
         // The 4-gram tokenizer normalizes on tantivy's indexing thread; the
         // shorter grams are found here, on the thread that feeds it.
-        let [chars, grams2, grams3] = distinct_grams(&normalize(&grams_of), &f.trigrams);
+        let [chars, grams2, grams3, rare4] =
+            distinct_grams(&normalize(&grams_of), &f.trigrams, &f.fourgrams);
         d.add_text(f.grams4, &grams_of);
+        if !rare4.is_empty() {
+            d.add_text(f.grams4_rare, rare4);
+        }
         d.add_text(f.grams3, grams3);
         d.add_text(f.grams2, grams2);
         d.add_text(f.chars, chars);
@@ -279,13 +283,18 @@ fn joined_body(doc: &Doc) -> String {
 }
 
 /// The trigrams the `grams3` field of a generation built from rows like
-/// `sample` holds: those in 3% of them or more (see `trigrams`).
-pub fn common_trigrams(sample: &[Doc]) -> Trigrams {
+/// `sample` holds, those in 3% of them or more, and the 4-grams `grams4`
+/// keeps positions for, those in `positions` of them or more (0: every
+/// one). See `common_grams`.
+pub fn common_grams(sample: &[Doc], positions: PositionsShare) -> (Trigrams, Fourgrams) {
     let texts: Vec<String> = sample
         .iter()
         .map(|doc| gram_text(doc.title.as_deref(), joined_body(doc)))
         .collect();
-    Trigrams::choose(&texts)
+    (
+        Trigrams::choose(&texts, COMMON_SHARE),
+        Fourgrams::choose(&texts, positions.get()),
+    )
 }
 
 /// Calls `f` with every live document of `segment` and its `key`. The

@@ -24,11 +24,11 @@ use tokio::sync::mpsc;
 use crate::{MirrorError, Result};
 use chaja_core::model::Doc;
 use chaja_core::sources::Sources;
+use chaja_index::common_grams::SAMPLE_ROWS;
 use chaja_index::morph::{self, Analyzer};
-use chaja_index::trigrams::SAMPLE_ROWS;
 use chaja_index::{
-    common_trigrams, create_generation_with_trigrams, publish, rebuild_marker, Checkpoint,
-    GapRange, Morphemes, RebuildLock, Trigrams,
+    common_grams, create_generation_with_grams, publish, rebuild_marker, Checkpoint, Fourgrams,
+    GapRange, Morphemes, PositionsShare, RebuildLock, Trigrams,
 };
 use chaja_store::rows::Loaded;
 use chaja_store::{outbox, Db};
@@ -68,13 +68,22 @@ pub async fn lock(root: &Path) -> Result<RebuildLock> {
         .ok_or_else(|| MirrorError::RebuildRunning)
 }
 
+/// How a rebuild writes its generation.
+#[derive(Clone, Copy, Debug)]
+pub struct RebuildOptions {
+    /// Memory for each indexing thread, in bytes.
+    pub writer_memory: usize,
+    /// Which 4-grams keep their positions (see `chaja_index::common_grams`).
+    pub positions: PositionsShare,
+}
+
 /// Builds a new generation from the tables and publishes it. A serving
 /// process catches it up and swaps it in.
 pub async fn reindex(
     db: &Db,
     sources: &Sources,
     root: &Path,
-    memory: usize,
+    options: RebuildOptions,
     show_progress: bool,
 ) -> Result<Rebuilt> {
     let lock = lock(root).await?;
@@ -90,7 +99,7 @@ pub async fn reindex(
     } else {
         ProgressBar::hidden()
     };
-    reindex_locked(db, sources, root, lock, memory, bar).await
+    reindex_locked(db, sources, root, lock, options, bar).await
 }
 
 /// [`reindex`] with the lock already taken (the admin endpoint takes it
@@ -101,9 +110,10 @@ pub async fn reindex_locked(
     sources: &Sources,
     root: &Path,
     lock: RebuildLock,
-    memory: usize,
+    options: RebuildOptions,
     bar: ProgressBar,
 ) -> Result<Rebuilt> {
+    let memory = options.writer_memory;
     let started = Instant::now();
     let cpu_before = stages::process_cpu();
     let sentences_before = morph::sentence_counts();
@@ -124,7 +134,7 @@ pub async fn reindex_locked(
     let expected: i64 = counts.iter().sum();
     bar.set_length(expected.max(0) as u64);
     let sampling = Instant::now();
-    let trigrams = sample_trigrams(db, sources, &counts).await?;
+    let (trigrams, fourgrams) = sample_grams(db, sources, &counts, options.positions).await?;
     let sampling = sampling.elapsed();
     let common_trigrams = trigrams.common();
 
@@ -160,7 +170,7 @@ pub async fn reindex_locked(
         let indexing_threads = cores.min(8);
         let sources = sources.clone();
         tokio::task::spawn_blocking(move || -> Result<_> {
-            let generation = create_generation_with_trigrams(&root, &sources, &trigrams)?;
+            let generation = create_generation_with_grams(&root, &sources, &trigrams, &fourgrams)?;
             // Each indexing thread gets the whole budget: split, their
             // segments would be smaller and more of them (see above). The
             // writer merges nothing; `publish` seals the segments (see
@@ -226,11 +236,17 @@ pub async fn reindex_locked(
     })
 }
 
-/// Which trigrams the new generation's `grams3` holds: those common in a
-/// sample of [`SAMPLE_ROWS`] rows, each source's share in proportion to
-/// its rows (`counts`), read from the start of its key order. Only counted:
-/// the scan reads these rows again.
-async fn sample_trigrams(db: &Db, sources: &Sources, counts: &[i64]) -> Result<Trigrams> {
+/// Which trigrams the new generation's `grams3` holds and which 4-grams
+/// keep positions in `grams4` (those in `positions` of the rows or more):
+/// the common ones in a sample of [`SAMPLE_ROWS`] rows, each source's
+/// share in proportion to its rows (`counts`), read from the start of its
+/// key order. Only counted: the scan reads these rows again.
+async fn sample_grams(
+    db: &Db,
+    sources: &Sources,
+    counts: &[i64],
+    positions: PositionsShare,
+) -> Result<(Trigrams, Fourgrams)> {
     let all = counts.iter().map(|&n| n.max(0) as u64).sum::<u64>().max(1);
     let mut sample = Vec::new();
     for ((source, _), &count) in sources.ids().zip(counts) {
@@ -244,7 +260,7 @@ async fn sample_trigrams(db: &Db, sources: &Sources, counts: &[i64]) -> Result<T
             Loaded::Unreadable(_) => None,
         }));
     }
-    Ok(tokio::task::spawn_blocking(move || common_trigrams(&sample)).await?)
+    Ok(tokio::task::spawn_blocking(move || common_grams(&sample, positions)).await?)
 }
 
 /// The rebuild started over HTTP, as the operator console shows it: rows

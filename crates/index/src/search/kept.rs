@@ -36,10 +36,9 @@ use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER
 
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
 use super::count::{alive_in, plain_keywords, term_words, TermBits, DENSE_RATIO};
-use super::query::{gram_field, keyword_query, morpheme_fields, morphemes, rare_trigram};
+use super::query::{gram_field, keyword_query, morpheme_fields, morphemes, rare_trigram, Long};
 use super::request::Request;
 use crate::schema::Fields;
-use crate::tokenizer::fourgram_cover;
 use chaja_core::text::Keyword;
 
 /// A keyword as a set of documents: what finds it, and what keeps it.
@@ -99,10 +98,7 @@ pub(super) fn keyword_sets(
             }
             None => (
                 long_key(fields, keyword),
-                fourgram_cover(keyword.as_str())
-                    .into_iter()
-                    .map(|(_, gram)| Term::from_field_text(fields.grams4, &gram))
-                    .collect(),
+                Long::of(fields, keyword.as_str()).terms(),
             ),
         };
         let weight = keyword_query(fields, keyword, false).weight(unscored)?;

@@ -7,8 +7,12 @@
 //! - 3 characters: one term of `grams3`, or for a rare trigram, which
 //!   `grams3` holds only at the end of a text, that term or a 4-gram that
 //!   starts with it (see `trigrams`);
-//! - 4 characters: one term of `grams4`;
-//! - longer: a slop-0 phrase of the fewest 4-grams that pin every character.
+//! - 4 characters: one term of `grams4` (or of `grams4_rare`, for a 4-gram
+//!   the generation keeps no positions for: see `common_grams`);
+//! - longer: a slop-0 phrase of the fewest 4-grams that pin every character,
+//!   or, when some character is in no 4-gram with positions, the rows that
+//!   hold all its 4-grams, checked against their stored text (see
+//!   `checked`).
 //!
 //! So a keyword of up to 4 characters, the bulk of what people type, is
 //! counted from one posting list with no position to check (a rare
@@ -55,6 +59,7 @@ use crate::attributes::{add_facets, top_facets, SegmentFacetValues};
 use crate::{Generation, Result};
 
 mod budget;
+mod checked;
 mod count;
 mod exact_first;
 mod fanout;

@@ -1,6 +1,8 @@
 //! From keywords to tantivy queries: one term per keyword of up to four
 //! characters (a rare trigram: a range of 4-grams and a term), a phrase of
-//! the fewest 4-grams beyond; morphemes for relevance and `match=morph`.
+//! the fewest 4-grams beyond (or, where a rare 4-gram has no positions,
+//! its 4-grams' rows checked against their text); morphemes for relevance
+//! and `match=morph`.
 
 use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, InvertedIndexRangeQuery, Occur, PhraseQuery, Query,
@@ -13,6 +15,7 @@ use chaja_core::text::Keyword;
 use std::ops::Bound;
 use std::sync::Arc;
 
+use super::checked::Checked;
 use super::kept::long_key;
 use super::kept_docs::{Kept, KeptKeyword};
 use super::request::Request;
@@ -20,7 +23,7 @@ use super::scored::ScoredByTerms;
 use crate::morph;
 use crate::patches::{PatchedQuery, Patches};
 use crate::schema::Fields;
-use crate::tokenizer::fourgram_cover;
+use crate::tokenizer::held_cover;
 
 /// Title matches weigh this much more than content matches in relevance.
 pub(super) const TITLE_BOOST: f32 = 2.0;
@@ -193,8 +196,56 @@ pub(super) fn gram_field(fields: &Fields, keyword: &Keyword) -> Option<Field> {
             .trigrams
             .holds(keyword.as_str())
             .then_some(fields.grams3),
-        4 => Some(fields.grams4),
+        4 => Some(fourgram_field(fields, keyword.as_str())),
         _ => None,
+    }
+}
+
+/// The field that holds the 4-gram `gram`: `grams4`, with positions, or
+/// `grams4_rare` (see `common_grams`).
+pub(super) fn fourgram_field(fields: &Fields, gram: &str) -> Field {
+    match fields.fourgrams.holds(gram) {
+        true => fields.grams4,
+        false => fields.grams4_rare,
+    }
+}
+
+/// How a keyword of five or more characters is matched.
+pub(super) enum Long {
+    /// A slop-0 phrase of the fewest 4-grams with positions that pin every
+    /// character, at their offsets.
+    Phrase(Vec<(usize, Term)>),
+    /// Some character is in no 4-gram with positions: the rows holding
+    /// each of its 4-grams, checked against their text (see `checked`).
+    Checked(Vec<Term>),
+}
+
+impl Long {
+    pub(super) fn of(fields: &Fields, keyword: &str) -> Long {
+        if let Some(cover) = held_cover(keyword, |gram| fields.fourgrams.holds(gram)) {
+            let terms = cover
+                .into_iter()
+                .map(|(offset, gram)| (offset, Term::from_field_text(fields.grams4, &gram)))
+                .collect();
+            return Long::Phrase(terms);
+        }
+        let chars: Vec<char> = keyword.chars().collect();
+        let mut grams: Vec<String> = chars.windows(4).map(|w| w.iter().collect()).collect();
+        grams.sort_unstable();
+        grams.dedup();
+        let terms = grams
+            .iter()
+            .map(|gram| Term::from_field_text(fourgram_field(fields, gram), gram))
+            .collect();
+        Long::Checked(terms)
+    }
+
+    /// Terms every match holds.
+    pub(super) fn terms(&self) -> Vec<Term> {
+        match self {
+            Long::Phrase(terms) => terms.iter().map(|(_, term)| term.clone()).collect(),
+            Long::Checked(terms) => terms.clone(),
+        }
     }
 }
 
@@ -213,32 +264,50 @@ pub(super) fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -
         }
         Some(field) => term_query(field, text, IndexRecordOption::Basic),
         None if rare_trigram(fields, keyword) => rare_trigram_query(fields, text),
-        None => {
-            let terms = fourgram_cover(text)
-                .into_iter()
-                .map(|(offset, gram)| (offset, Term::from_field_text(fields.grams4, &gram)))
-                .collect();
-            Box::new(PhraseQuery::new_with_offset(terms))
-        }
+        None => match Long::of(fields, text) {
+            Long::Phrase(terms) => Box::new(PhraseQuery::new_with_offset(terms)),
+            Long::Checked(terms) => {
+                let all = terms
+                    .into_iter()
+                    .map(|term| {
+                        // Only `grams4` keeps frequencies, for BM25.
+                        let option = match term.field() == fields.grams4 && scoring {
+                            true => IndexRecordOption::WithFreqs,
+                            false => IndexRecordOption::Basic,
+                        };
+                        let query: Box<dyn Query> = Box::new(TermQuery::new(term, option));
+                        (Occur::Must, query)
+                    })
+                    .collect();
+                Box::new(Checked::new(Box::new(BooleanQuery::new(all)), text, fields))
+            }
+        },
     }
 }
 
 /// The rows that hold a rare trigram: those with a 4-gram that starts with
-/// it (the `grams4` terms from the trigram to the trigram and the last
-/// character, all of them four characters long), and those whose text ends
-/// with it, which `grams3` holds. A rare trigram's 4-grams are few and
-/// rare: ORed into a bitset of the segment, at 1M rows p99 0.32 ms.
+/// it (the terms of `grams4` and `grams4_rare` from the trigram to the
+/// trigram and the last character, all of them four characters long), and
+/// those whose text ends with it, which `grams3` holds. A rare trigram's
+/// 4-grams are few and rare: ORed into a bitset of the segment, at 1M rows
+/// p99 0.32 ms.
 fn rare_trigram_query(fields: &Fields, trigram: &str) -> Box<dyn Query> {
     let last = format!("{trigram}{}", char::MAX);
-    let starting = InvertedIndexRangeQuery::new(
-        Bound::Included(Term::from_field_text(fields.grams4, trigram)),
-        Bound::Included(Term::from_field_text(fields.grams4, &last)),
-    );
-    let ending = term_query(fields.grams3, trigram, IndexRecordOption::Basic);
-    Box::new(BooleanQuery::new(vec![
-        (Occur::Should, Box::new(starting)),
-        (Occur::Should, ending),
-    ]))
+    let starting = |field| -> Box<dyn Query> {
+        Box::new(InvertedIndexRangeQuery::new(
+            Bound::Included(Term::from_field_text(field, trigram)),
+            Bound::Included(Term::from_field_text(field, &last)),
+        ))
+    };
+    let mut any = vec![(
+        Occur::Should,
+        term_query(fields.grams3, trigram, IndexRecordOption::Basic),
+    )];
+    any.push((Occur::Should, starting(fields.grams4)));
+    if !fields.fourgrams.holds_every() {
+        any.push((Occur::Should, starting(fields.grams4_rare)));
+    }
+    Box::new(BooleanQuery::new(any))
 }
 
 pub(super) fn term_query(field: Field, text: &str, option: IndexRecordOption) -> Box<dyn Query> {

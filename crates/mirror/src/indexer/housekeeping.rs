@@ -96,11 +96,14 @@ impl Indexer {
                 );
                 let (db, root) = (self.db.clone(), self.index.root().to_path_buf());
                 let sources = self.index.sources().clone();
-                let memory = self.config.writer_memory;
+                let options = crate::reindex::RebuildOptions {
+                    writer_memory: self.config.writer_memory,
+                    positions: self.config.positions,
+                };
                 // Beside the loop: the live generation keeps following the
                 // outbox, and the rebuild is caught up before the swap.
                 *rebuilding = Some(tokio::spawn(async move {
-                    match crate::reindex::reindex(&db, &sources, &root, memory, false).await {
+                    match crate::reindex::reindex(&db, &sources, &root, options, false).await {
                         Ok(_) => {}
                         Err(MirrorError::RebuildRunning) => {
                             tracing::info!("a reindex is already running; adopting its result")

@@ -68,6 +68,8 @@ pub struct IndexerConfig {
     /// How long a gap holds the recorded position back before it is late.
     pub gap_grace: Duration,
     pub writer_memory: usize,
+    /// Which 4-grams a rebuild the indexer starts keeps positions for.
+    pub positions: chaja_index::PositionsShare,
     /// This replica's name in `search_replicas`.
     pub replica_id: String,
     /// Replicas silent for longer than this do not hold back pruning.
@@ -92,6 +94,7 @@ impl Default for IndexerConfig {
             poll: Duration::from_millis(200),
             gap_grace: Duration::from_secs(60),
             writer_memory: 128 << 20,
+            positions: Default::default(),
             replica_id: "default".to_owned(),
             retention_window: Duration::from_secs(24 * 3600),
             keep_rows: 100_000,
