@@ -893,6 +893,37 @@ pub(crate) fn int_key(doc: &Doc) -> i64 {
     }
 }
 
+/// A test row: its title and its body fields.
+type Row<'a> = (Option<&'a str>, &'a [&'a str]);
+
+/// A generation of `trigrams` and `fourgrams` holding `rows` (keys 0, 1,
+/// …), the last written and then deleted; and the same generation opened
+/// again from disk.
+fn rows_with_grams(
+    trigrams: &Trigrams,
+    fourgrams: &Fourgrams,
+    rows: &[Row],
+) -> (tempfile::TempDir, Generation, Generation) {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = chaja_core::sources::for_tests();
+    let generation =
+        create_generation_with_grams(dir.path(), &sources, trigrams, fourgrams).unwrap();
+    let mut writer = generation.writer(32 << 20).unwrap();
+    for (i, (title, body)) in rows.iter().enumerate() {
+        let mut d = doc(i as i64, 1);
+        d.title = title.map(str::to_owned);
+        d.body = body.iter().map(|b| b.to_string()).collect();
+        writer.upsert(&d).unwrap();
+    }
+    writer.commit(1).unwrap();
+    let last = (rows.len() - 1).to_string();
+    writer.delete(SourceId::from_index(0), &last);
+    writer.commit(2).unwrap();
+    generation.reload().unwrap();
+    let reopened = Generation::open(dir.path(), 1, &sources).unwrap();
+    (dir, generation, reopened)
+}
+
 /// With `grams3` holding only the common trigrams, a rare one is still
 /// found wherever it is: where a 4-gram starts with it (mid-text, or
 /// before the separator at the end of the title or of a body field), at
@@ -902,13 +933,8 @@ pub(crate) fn int_key(doc: &Doc) -> i64 {
 /// generation is opened again.
 #[test]
 fn rare_trigrams_are_found_wherever_they_are() {
-    let dir = tempfile::tempdir().unwrap();
-    let sources = chaja_core::sources::for_tests();
     let common = Trigrams::only(["있습니"]);
-    let generation =
-        create_generation_with_grams(dir.path(), &sources, &common, &Fourgrams::every()).unwrap();
-    let mut writer = generation.writer(32 << 20).unwrap();
-    let rows: [(Option<&str>, &[&str]); 9] = [
+    let rows: [Row; 9] = [
         (Some("드문말 제목"), &["있습니다"]),
         (Some("제목 드문말"), &["있습니다"]),
         (None, &["앞 드문말 뒤"]),
@@ -919,20 +945,8 @@ fn rare_trigrams_are_found_wherever_they_are() {
         (Some("드문"), &["말"]),
         (None, &["드문말 지울 행"]),
     ];
-    for (i, (title, body)) in rows.iter().enumerate() {
-        let mut d = doc(i as i64, 1);
-        d.title = title.map(str::to_owned);
-        d.body = body.iter().map(|b| b.to_string()).collect();
-        writer.upsert(&d).unwrap();
-    }
-    writer.commit(1).unwrap();
-    writer.delete(SourceId::from_index(0), "8");
-    writer.commit(2).unwrap();
-    generation.reload().unwrap();
-    for generation in [
-        generation,
-        Generation::open(dir.path(), 1, &sources).unwrap(),
-    ] {
+    let (_dir, written, reopened) = rows_with_grams(&common, &Fourgrams::every(), &rows);
+    for generation in [written, reopened] {
         assert_eq!(generation.fields.trigrams.common(), Some(1));
         let total = |q: &str| total_of(&generation, q);
         assert_eq!(total("드문말"), 6);
@@ -955,16 +969,11 @@ fn rare_trigrams_are_found_wherever_they_are() {
 #[test]
 fn long_keywords_with_rare_fourgrams_are_found_exactly() {
     use crate::search::{search, Request, Sort};
-    let dir = tempfile::tempdir().unwrap();
-    let sources = chaja_core::sources::for_tests();
     // Held: `스프링부` and `링부트 `; `프링부트` is not, so `스프링부트 `
     // is the phrase of the two, and `스프링부트` (whose `트` only
     // `프링부트` pins) is checked.
     let fourgrams = Fourgrams::only(["스프링부", "링부트 "]);
-    let generation =
-        create_generation_with_grams(dir.path(), &sources, &Trigrams::every(), &fourgrams).unwrap();
-    let mut writer = generation.writer(32 << 20).unwrap();
-    let rows: [(Option<&str>, &[&str]); 7] = [
+    let rows: [Row; 7] = [
         (Some("스프링부트 설정"), &["본문"]),
         (None, &["앞 스프링부트"]),
         (None, &["스프링부트 뒤"]),
@@ -974,20 +983,8 @@ fn long_keywords_with_rare_fourgrams_are_found_exactly() {
         (Some("스프링부"), &["트"]),
         (None, &["지울 스프링부트"]),
     ];
-    for (i, (title, body)) in rows.iter().enumerate() {
-        let mut d = doc(i as i64, 1);
-        d.title = title.map(str::to_owned);
-        d.body = body.iter().map(|b| b.to_string()).collect();
-        writer.upsert(&d).unwrap();
-    }
-    writer.commit(1).unwrap();
-    writer.delete(SourceId::from_index(0), "6");
-    writer.commit(2).unwrap();
-    generation.reload().unwrap();
-    for generation in [
-        generation,
-        Generation::open(dir.path(), 1, &sources).unwrap(),
-    ] {
+    let (_dir, written, reopened) = rows_with_grams(&Trigrams::every(), &fourgrams, &rows);
+    for generation in [written, reopened] {
         assert_eq!(generation.fields.fourgrams.common(), Some(2));
         let total = |q: &str| total_of(&generation, q);
         assert_eq!(total("스프링부트"), 3);
