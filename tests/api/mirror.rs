@@ -173,6 +173,10 @@ async fn reindex_gives_the_same_answers(store: Store) {
         rebuilt.stages.common_trigrams.is_some(),
         "the rebuild chose the common trigrams"
     );
+    assert_eq!(
+        rebuilt.stages.positional_fourgrams, None,
+        "by default every 4-gram keeps its positions"
+    );
     // The running server switches to the new generation by itself.
     wait_until(
         std::time::Duration::from_secs(20),

@@ -735,6 +735,7 @@ async fn a_rebuild_that_keeps_fewer_positions_answers_the_same(store: Store) {
         || async { index.live().id == rebuilt.generation },
     )
     .await;
+    assert!(rebuilt.stages.positional_fourgrams.is_some_and(|n| n > 0));
     // The rare 4-grams were left out of `grams4`: its list is there.
     let fourgrams = index.live().fields.fourgrams.clone();
     assert!(fourgrams.common().is_some_and(|n| n > 0));

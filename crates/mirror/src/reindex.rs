@@ -137,6 +137,7 @@ pub async fn reindex_locked(
     let (trigrams, fourgrams) = sample_grams(db, sources, &counts, options.positions).await?;
     let sampling = sampling.elapsed();
     let common_trigrams = trigrams.common();
+    let positional_fourgrams = fourgrams.common();
 
     let root = root.to_path_buf();
     // With a dictionary, half the cores analyse Korean; tantivy gets an
@@ -212,6 +213,7 @@ pub async fn reindex_locked(
     stages.wall = started.elapsed();
     stages.sampling = sampling;
     stages.common_trigrams = common_trigrams;
+    stages.positional_fourgrams = positional_fourgrams;
     let (analysed, cached) = morph::sentence_counts();
     stages.sentences_analysed = analysed - sentences_before.0;
     stages.sentences_cached = cached - sentences_before.1;

@@ -26,6 +26,9 @@ pub struct Stages {
     /// How many trigrams were found common; `None`: every trigram is
     /// indexed (a table too small to sample).
     pub common_trigrams: Option<usize>,
+    /// How many 4-grams kept their positions; `None`: every one did (the
+    /// default, or a table too small to sample).
+    pub positional_fourgrams: Option<usize>,
     /// Waiting on the database for pages of rows (the async side).
     pub reading: Duration,
     /// Analysing pages with the Korean analyzer (the analysing thread's
@@ -63,7 +66,15 @@ impl fmt::Display for Stages {
             Some(n) => format!("{n} common trigrams"),
             None => "every trigram indexed".to_owned(),
         };
-        writeln!(f, "  sampling       {}, {common}", secs(self.sampling))?;
+        let positional = match self.positional_fourgrams {
+            Some(n) => format!(", {n} 4-grams with positions"),
+            None => String::new(),
+        };
+        writeln!(
+            f,
+            "  sampling       {}, {common}{positional}",
+            secs(self.sampling)
+        )?;
         writeln!(
             f,
             "  reading rows   {} waiting on the database",
