@@ -242,30 +242,14 @@ impl TokenStream for ChunkStream<'_> {
     }
 }
 
-/// The fewest 4-grams of a normalized keyword (5+ characters) that still
-/// pin every character, with their offsets: 0, 4, 8, … and the last one.
-/// A slop-0 phrase of them matches exactly where the keyword occurs, and
-/// fewer terms mean fewer positions to check.
-pub fn fourgram_cover(keyword: &str) -> Vec<(usize, String)> {
-    let chars: Vec<char> = keyword.chars().collect();
-    debug_assert!(chars.len() >= 4);
-    let last = chars.len() - 4;
-    let mut offsets: Vec<usize> = (0..=last).step_by(4).collect();
-    if offsets.last() != Some(&last) {
-        offsets.push(last);
-    }
-    offsets
-        .into_iter()
-        .map(|i| (i, chars[i..i + 4].iter().collect()))
-        .collect()
-}
-
 /// The fewest 4-grams of a normalized keyword (5+ characters) that pin
 /// every character, with their offsets, among those `held` says have
-/// positions; `None` when some character is in no such 4-gram. With every
-/// 4-gram held, the [`fourgram_cover`]. Greedy: each next 4-gram is the
+/// positions; `None` when some character is in no such 4-gram. A slop-0
+/// phrase of them matches exactly where the keyword occurs, and fewer
+/// terms mean fewer positions to check. Greedy: each next 4-gram is the
 /// furthest one that still touches the first character not yet pinned,
-/// which covers an interval with the fewest.
+/// which covers an interval with the fewest; with every 4-gram held, that
+/// is offsets 0, 4, 8, … and the last one.
 pub fn held_cover(keyword: &str, held: impl Fn(&str) -> bool) -> Option<Vec<(usize, String)>> {
     let chars: Vec<char> = keyword.chars().collect();
     let last = chars.len().checked_sub(4)?;
@@ -287,9 +271,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fourgram_cover_pins_every_character_with_few_terms() {
+    fn a_cover_of_every_4gram_pins_every_character_with_few_terms() {
         let offsets = |k: &str| {
-            fourgram_cover(k)
+            held_cover(k, |_| true)
+                .unwrap()
                 .into_iter()
                 .map(|(i, _)| i)
                 .collect::<Vec<_>>()
@@ -298,7 +283,7 @@ mod tests {
         assert_eq!(offsets("abcde"), [0, 1]);
         assert_eq!(offsets("abcdefgh"), [0, 4]);
         assert_eq!(offsets("abcdefghi"), [0, 4, 5]);
-        assert_eq!(fourgram_cover("있습니다만")[1].1, "습니다만");
+        assert_eq!(held_cover("있습니다만", |_| true).unwrap()[1].1, "습니다만");
     }
 
     #[test]
@@ -307,11 +292,6 @@ mod tests {
             held_cover(k, |g| held.contains(&g))
                 .map(|cover| cover.into_iter().map(|(i, _)| i).collect::<Vec<_>>())
         };
-        // Every 4-gram held: the plain cover.
-        for k in ["abcd", "abcde", "abcdefgh", "abcdefghi", "abcdefghijklm"] {
-            let every = held_cover(k, |_| true).unwrap();
-            assert_eq!(every, fourgram_cover(k), "{k}");
-        }
         // `efgh` is not held: `defg` and `fghi` pin its characters.
         let held = ["abcd", "defg", "fghi"];
         assert_eq!(offsets("abcdefghi", &held), Some(vec![0, 3, 5]));
