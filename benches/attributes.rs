@@ -160,7 +160,7 @@ async fn main() {
         .expect("CHAJA_BENCH_INDEX: an index built by chaja reindex");
     let per_variant = env_usize("CHAJA_BENCH_QUERIES", 200);
     let ko_dic = std::env::var("CHAJA_KO_DIC")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/ko-dic").to_owned());
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/data/ko-dic").to_owned());
     chaja_index::morph::init(std::path::Path::new(&ko_dic));
     let db = Db::connect_lazy(&url, 2).expect("database url");
     let rows = sqlx::query("SELECT title, content FROM questions ORDER BY RAND(2) LIMIT 2000")

@@ -54,7 +54,7 @@ async fn main() {
     let per_class = env_usize("CHAJA_BENCH_QUERIES", 200);
     let like_samples = env_usize("CHAJA_BENCH_LIKE", 3);
     let ko_dic = std::env::var("CHAJA_KO_DIC")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/ko-dic").to_owned());
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/data/ko-dic").to_owned());
     chaja_index::morph::init(std::path::Path::new(&ko_dic));
     let db = Db::connect_lazy(&url, 2).expect("database url");
 

@@ -25,7 +25,7 @@ fn main() {
     let corpus = std::env::var("CHAJA_BENCH_CORPUS")
         .expect("set CHAJA_BENCH_CORPUS to sentences.tsv.gz (see ../shared/corpus)");
     let ko_dic = std::env::var("CHAJA_KO_DIC")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/ko-dic").to_owned());
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/data/ko-dic").to_owned());
     let analyzer = morph::init(Path::new(&ko_dic));
     let Analyzer::Korean(..) = analyzer else {
         panic!("no dictionary at {ko_dic}: build it with `chaja dict build`");

@@ -56,7 +56,7 @@ async fn main() {
         .unwrap_or(100);
     // The index is built (or was, by `chaja reindex`) with the dictionary.
     let ko_dic = std::env::var("CHAJA_KO_DIC")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/ko-dic").to_owned());
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/data/ko-dic").to_owned());
     chaja_index::morph::init(std::path::Path::new(&ko_dic));
     let db = Db::connect_lazy(&url, 2).expect("database url");
     chaja_demo::migrate(&db)

@@ -31,7 +31,7 @@ const QUERIES: &[(&str, &str)] = &[
 async fn main() {
     let dir = std::env::var("CHAJA_BENCH_INDEX").expect("set CHAJA_BENCH_INDEX to a built index");
     let ko_dic = std::env::var("CHAJA_KO_DIC")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/ko-dic").to_owned());
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/data/ko-dic").to_owned());
     chaja_index::morph::init(std::path::Path::new(&ko_dic));
     let iterations: usize = std::env::var("CHAJA_BENCH_ITER")
         .ok()

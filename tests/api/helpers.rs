@@ -37,12 +37,10 @@ macro_rules! both_stores {
     )*};
 }
 
-/// The Redis server for tests; CI starts it.
-/// The workspace's root: tests run in the `chaja` package's folder
-/// (`crates/chaja`), and the files they read (`data/`, `deploy/`) are the
-/// workspace's.
+/// The workspace's root, where the `chaja` package lives: the files the
+/// tests read (`data/`, `deploy/`) are there.
 pub fn workspace_root() -> PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The dictionary `.ci/run` builds; the morphology tests need it.
@@ -78,6 +76,7 @@ pub fn urlencode(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
+/// The Redis server for tests; CI starts it.
 pub fn redis_url() -> String {
     std::env::var("CHAJA_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
 }

@@ -208,7 +208,7 @@ async fn loadtest(args: &LoadtestArgs) -> anyhow::Result<()> {
 async fn loadtest(_: &LoadtestArgs) -> anyhow::Result<()> {
     anyhow::bail!(
         "this chaja was built without the load tester; build it with the default features \
-         (`cargo build --release -p chaja`, or `cargo install --path crates/chaja`) to run `chaja loadtest`"
+         (`cargo build --release -p chaja`, or `cargo install --path .`) to run `chaja loadtest`"
     )
 }
 
