@@ -338,7 +338,6 @@ async fn cursor_secrets_are_generated_once_and_shared() {
 async fn a_search_that_timed_out_stops_reading_documents() {
     use chaja_core::text::parse_query;
     use chaja_index::search::{search, Request, Sort};
-    use std::sync::atomic::Ordering;
     use std::time::Duration;
 
     // Every request times out after a millisecond, so the setup is SQL.
@@ -361,7 +360,7 @@ async fn a_search_that_timed_out_stops_reading_documents() {
     // 10 s alone in a debug build; over 20 s once in CI beside the suite.
     app.wait_indexed_within(Duration::from_secs(120)).await;
     let generation = app.state.search.index.live();
-    let scanned = || generation.scanned.load(Ordering::Relaxed);
+    let scanned = || generation.scanned();
 
     // Oldest first cannot stop early: the whole search reads every match.
     let mut request = Request::newest_first(parse_query("측정 대상"), 10);

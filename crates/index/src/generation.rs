@@ -14,7 +14,8 @@ use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, Ta
 
 use chaja_core::sources::{SourceId, Sources, MAX_SOURCES};
 
-use crate::attributes::{AttrArrays, AttrLayout, SegmentFacetValues};
+use crate::attr_layout::AttrLayout;
+use crate::caches::{Caches, SourceCounts};
 use crate::checkpoint::{read_checkpoint, Checkpoint};
 use crate::columns::SegmentColumns;
 use crate::common_grams::{Fourgrams, Trigrams};
@@ -24,9 +25,9 @@ use crate::schema::{
     build_schema, Fields, BIGRAM, FOURGRAM, MORPH, RARE_FOURGRAM, TRIGRAM, UNIGRAM,
 };
 use crate::tokenizer::{ChunkTokenizer, GramTokenizer};
-use crate::uid::{key_term, tag_source};
-use crate::writer::{for_each_live_key, DocWriter, Pace};
-use crate::{morph, search, IndexError, Result};
+use crate::uid::{for_each_live_key, key_term, tag_source};
+use crate::writer::{DocWriter, Pace};
+use crate::{morph, IndexError, Result};
 
 /// Names what a generation was built with: the text normalization its grams
 /// hold and the analyzer of its morphological fields.
@@ -66,25 +67,8 @@ pub struct Generation {
     pub fields: Fields,
     /// Which attributes the writer puts in columns (see `attributes`).
     pub layout: AttrLayout,
-    /// Exact totals of queries per segment (see `search`).
-    pub totals: SegmentTotals,
-    /// Facet counts of queries per segment, alike (see `search`).
-    pub facets: SegmentFacets,
-    /// Each segment's facet ordinals and numbers by document (see
-    /// `attributes`).
-    pub attr_arrays: AttrArrays,
-    /// Matches searches have visited in this generation: the work counter
-    /// that shows a stopped search stopped.
-    pub scanned: std::sync::atomic::AtomicU64,
-    /// Each segment's source of every document, one byte per document
-    /// (see `search::doc_sources`).
-    pub doc_sources: DocSources,
-    /// Each segment's deleted documents at its delete count: what counting
-    /// a term without visiting its matches subtracts (see `search`).
-    pub(crate) deleted: search::DeletedDocs,
-    /// Common terms' documents as bitsets, by segment, for ANDs of short
-    /// keywords (see `search`).
-    pub(crate) term_bits: search::TermBits,
+    /// What searches keep between queries (see `caches`).
+    pub(crate) caches: Caches,
     /// What searches read: the reader's last reload and its patches.
     view: RwLock<Arc<View>>,
     /// What finds each reload's patches from the last one's; held while
@@ -145,23 +129,6 @@ impl Indexed {
         self.patched.unwrap_or(self.digest)
     }
 }
-
-/// segment → the source position of each of its documents. A segment's
-/// documents never change, so this is read from `tag` once per segment
-/// (see `Generation::prime`), and dropped when the segment is merged away.
-pub type DocSources = moka::sync::Cache<tantivy::index::SegmentId, Arc<[u8]>>;
-
-/// (segment, its deleted-document count, its patch stamp for a query that
-/// reads attributes (else 0), query) → matching documents by source
-/// (`search::SourceCounts`).
-pub type SegmentTotals =
-    moka::sync::Cache<(tantivy::index::SegmentId, u32, u64, Arc<str>), search::SourceCounts>;
-
-/// (segment, its deleted-document count, its patch stamp, query and
-/// facets) → each facet's counts by value in that segment; weighed by
-/// values held.
-pub type SegmentFacets =
-    moka::sync::Cache<(tantivy::index::SegmentId, u32, u64, Arc<str>), Arc<SegmentFacetValues>>;
 
 impl Generation {
     pub(crate) fn open(root: &Path, id: u64, sources: &Sources) -> Result<Generation> {
@@ -267,28 +234,7 @@ impl Generation {
             reader,
             fields,
             layout,
-            totals: moka::sync::Cache::new(100_000),
-            facets: moka::sync::Cache::builder()
-                .weigher(|_, values: &Arc<SegmentFacetValues>| {
-                    let n: usize = values.iter().map(Vec::len).sum();
-                    u32::try_from(n + 1).unwrap_or(u32::MAX)
-                })
-                .max_capacity(1_000_000)
-                .build(),
-            attr_arrays: AttrArrays::new(512 << 20),
-            scanned: Default::default(),
-            doc_sources: moka::sync::Cache::builder()
-                .weigher(|_, sources: &Arc<[u8]>| u32::try_from(sources.len()).unwrap_or(u32::MAX))
-                .max_capacity(1 << 30)
-                .build(),
-            deleted: moka::sync::Cache::builder()
-                .weigher(|_, docs: &Arc<[DocId]>| u32::try_from(docs.len()).unwrap_or(u32::MAX))
-                .max_capacity(8 << 20)
-                .build(),
-            term_bits: moka::sync::Cache::builder()
-                .weigher(|_, bits: &Arc<[u64]>| u32::try_from(bits.len() * 8).unwrap_or(u32::MAX))
-                .max_capacity(search::TERM_BITS_BYTES)
-                .build(),
+            caches: Caches::new(),
             view: RwLock::new(Arc::new(view)),
             tracker: Mutex::new(tracker),
             kinds: Arc::new(RwLock::new(kinds)),
@@ -341,17 +287,13 @@ impl Generation {
     /// and drops those of segments merged away. Blocking: one pass over
     /// each new segment's columns, so that no query pays for it.
     pub fn prime(&self) -> Result<()> {
-        let view = self.view();
-        let searcher = &view.searcher;
-        let mut live = std::collections::HashSet::new();
-        for segment in searcher.segment_readers() {
-            live.insert(segment.segment_id());
-            search::doc_sources(&self.doc_sources, segment)?;
-            self.attr_arrays.prime(segment, &self.layout)?;
-        }
-        crate::attributes::drop_merged(&self.doc_sources, &live, |id| *id);
-        self.attr_arrays.retain(&live);
-        Ok(())
+        self.caches.prime(&self.view().searcher, &self.layout)
+    }
+
+    /// Matches searches have visited in this generation: the work counter
+    /// that shows a stopped search stopped.
+    pub fn scanned(&self) -> u64 {
+        self.caches.scanned()
     }
 
     /// The outbox position that the last commit of this generation applied.
@@ -487,7 +429,7 @@ impl Generation {
 
     /// Live documents by source, read from the `tag` column. Blocking: a
     /// pass over every document.
-    pub fn docs_by_source(&self) -> Result<search::SourceCounts> {
+    pub fn docs_by_source(&self) -> Result<SourceCounts> {
         let searcher = self.reader.searcher();
         let mut counts = [0u64; MAX_SOURCES];
         for segment in searcher.segment_readers() {

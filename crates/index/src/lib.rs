@@ -33,7 +33,9 @@
 //!   the page cache before the server says ready. [`Version`]: what
 //!   searches see, for the answer cache.
 
+mod attr_layout;
 pub mod attributes;
+mod caches;
 mod checkpoint;
 mod columns;
 pub mod common_grams;
@@ -57,6 +59,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use caches::Caches;
 pub use checkpoint::{Checkpoint, GapRange};
 pub use common_grams::{Fourgrams, PositionsShare, Trigrams};
 pub use disk::{
@@ -64,11 +67,13 @@ pub use disk::{
     rebuild_marker, remove_unpublished, try_lock_rebuild, RebuildLock,
 };
 pub use error::IndexError;
-pub use generation::{DocSources, Generation, Indexed, SegmentFacets, SegmentTotals, View};
+pub use generation::{Generation, Indexed, View};
 pub use live::SearchIndex;
 pub use patches::Patches;
-pub use uid::{key_term, parse_key_term, tag, tag_has_string_key, tag_source, uid};
+pub use uid::{
+    for_each_live_key, key_term, parse_key_term, tag, tag_has_string_key, tag_source, uid,
+};
 pub use version::Version;
-pub use writer::{common_grams, for_each_live_key, DocWriter, Morphemes, Pace, BODY_SEPARATOR};
+pub use writer::{common_grams, DocWriter, Morphemes, Pace, BODY_SEPARATOR};
 
 pub type Result<T, E = IndexError> = std::result::Result<T, E>;

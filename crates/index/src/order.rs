@@ -36,6 +36,11 @@ const TIME_LIMIT: i64 = 1 << (TIME_BITS - 1);
 /// The order of a patch: below every row's (a row's is at least 1).
 pub(crate) const PATCH_ORDER: u64 = 0;
 
+/// `created_at` of a patch: below every row's, so that a patch falls in no
+/// time window; its `order` (`PATCH_ORDER`) puts it after every row of its
+/// segment. No query matches a patch anyway: it has no text.
+pub(crate) const PATCH_TIME: i64 = i64::MIN;
+
 /// The `created_at` the index keeps for a row: within ±2^58 ms (±9 million
 /// years) of the epoch, so that it fits below the source in `order`. A
 /// column of another unit read as milliseconds (nanoseconds since the

@@ -31,7 +31,7 @@
 //! - a hit shows the patch's attributes;
 //! - `attr.<name>=<value>` matches, besides the postings of its term
 //!   (which hold documents' old values), every patched document
-//!   ([`PatchedQuery`]), and the scan checks those against their patches;
+//!   (`search::patched`), and the scan checks those against their patches;
 //! - ranges, attribute orders and facet counts read a patched document's
 //!   number or value from its patch (see `attributes::SegmentAttrs`);
 //! - per-segment totals and facet counts of requests that read attributes
@@ -50,7 +50,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tantivy::index::SegmentId;
-use tantivy::query::{ConstScorer, EmptyScorer, EnableScoring, Explanation, Query, Scorer, Weight};
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{DocId, DocSet, Searcher, SegmentReader, TantivyDocument, Term, TERMINATED};
 
@@ -62,10 +61,10 @@ use std::collections::BTreeMap;
 // Per segment: few entries.
 use std::collections::{HashMap as SegmentMap, HashSet as SegmentSet};
 
-use crate::attributes::AttrLayout;
+use crate::attr_layout::AttrLayout;
+use crate::order::PATCH_TIME;
 use crate::schema::Fields;
-use crate::uid::parse_key_term;
-use crate::writer::{for_each_live_key, PATCH_TIME};
+use crate::uid::{for_each_live_key, parse_key_term};
 
 /// A row's attributes as a patch holds them.
 #[derive(Debug)]
@@ -148,7 +147,7 @@ fn from_json(value: serde_json::Value) -> AttrValue {
 /// One segment's patched documents.
 pub(crate) struct SegmentPatches {
     /// The patched documents, in doc id order.
-    docs: Arc<[DocId]>,
+    pub(crate) docs: Arc<[DocId]>,
     /// Their keys and patches, in the same order.
     patches: Vec<(Arc<str>, Arc<Patch>)>,
     /// One bit per document of the segment: patched or not, the check a
@@ -622,93 +621,9 @@ fn read_written(
     Ok(Arc::from(out))
 }
 
-/// Matches every patched document: the other half of an
-/// `attr.<name>=<value>` filter, whose term's postings hold what documents
-/// said before their patches (the scan checks these against the patch).
-#[derive(Clone, Debug)]
-pub(crate) struct PatchedQuery(pub(crate) Arc<Patches>);
-
-impl Query for PatchedQuery {
-    fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        Ok(Box::new(PatchedWeight(self.0.clone())))
-    }
-}
-
-struct PatchedWeight(Arc<Patches>);
-
-impl Weight for PatchedWeight {
-    fn scorer(&self, reader: &SegmentReader, boost: f32) -> tantivy::Result<Box<dyn Scorer>> {
-        Ok(match self.0.segment(reader.segment_id()) {
-            Some(patched) => Box::new(ConstScorer::new(DocList::new(patched.docs.clone()), boost)),
-            None => Box::new(EmptyScorer),
-        })
-    }
-
-    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
-        let patched = self
-            .0
-            .segment(reader.segment_id())
-            .is_some_and(|p| p.get(doc).is_some());
-        if !patched {
-            return Err(tantivy::TantivyError::InvalidArgument(format!(
-                "document {doc} is not patched"
-            )));
-        }
-        Ok(Explanation::new("patched", 1.0))
-    }
-}
-
-/// A sorted list of documents as a doc set. tantivy's `VecDocSet` would
-/// copy the list for every scorer and seek one document at a time.
-struct DocList {
-    docs: Arc<[DocId]>,
-    at: usize,
-}
-
-impl DocList {
-    fn new(docs: Arc<[DocId]>) -> DocList {
-        DocList { docs, at: 0 }
-    }
-}
-
-impl DocSet for DocList {
-    fn advance(&mut self) -> DocId {
-        self.at = (self.at + 1).min(self.docs.len());
-        self.doc()
-    }
-
-    fn seek(&mut self, target: DocId) -> DocId {
-        if self.doc() < target {
-            self.at += self.docs[self.at..].partition_point(|&d| d < target);
-        }
-        self.doc()
-    }
-
-    fn doc(&self) -> DocId {
-        self.docs.get(self.at).copied().unwrap_or(TERMINATED)
-    }
-
-    fn size_hint(&self) -> u32 {
-        (self.docs.len() - self.at) as u32
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_doc_list_advances_and_seeks_like_its_list() {
-        let mut docs = DocList::new(Arc::from(vec![2, 5, 9, 40]));
-        assert_eq!(docs.doc(), 2);
-        assert_eq!(docs.seek(1), 2);
-        assert_eq!(docs.seek(6), 9);
-        assert_eq!(docs.seek(9), 9);
-        assert_eq!(docs.advance(), 40);
-        assert_eq!(docs.seek(41), TERMINATED);
-        assert_eq!(docs.advance(), TERMINATED);
-        assert_eq!(DocList::new(Arc::from(vec![])).doc(), TERMINATED);
-    }
 
     #[test]
     fn a_patch_reads_back_what_the_writer_stored() {

@@ -5,8 +5,12 @@ use tantivy::schema::{
     TextOptions, FAST, INDEXED, STORED, STRING,
 };
 
-use crate::attributes::{FACETS, NUMBERS};
 use crate::common_grams::{Fourgrams, Trigrams};
+
+/// The JSON fields of attribute columns, as the schema names them (see
+/// `attributes`).
+pub(crate) const NUMBERS: &str = "numbers";
+pub(crate) const FACETS: &str = "facets";
 
 /// Tokenizer names, registered on every opened index.
 pub const FOURGRAM: &str = "chaja_fourgram";

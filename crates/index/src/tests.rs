@@ -306,10 +306,10 @@ fn cached_segment_totals_follow_deletes() {
     generation.reload().unwrap();
     let request = Request::newest_first(chaja_core::text::parse_query("바꿨습니다"), 2);
     assert_eq!(search(&generation, &request).unwrap().total, 5);
-    generation.totals.run_pending_tasks();
+    generation.caches.totals.run_pending_tasks();
     let segments = generation.reader.searcher().segment_readers().len() as u64;
     assert_eq!(
-        generation.totals.entry_count(),
+        generation.caches.totals.entry_count(),
         segments,
         "one total per segment"
     );
@@ -529,16 +529,16 @@ fn reload_builds_each_segments_arrays_and_drops_merged_ones() {
         .collect();
     assert!(segments.len() > 1, "one commit per row: several segments");
     assert_eq!(
-        generation.attr_arrays.segments(),
+        generation.caches.attr_arrays.segments(),
         (segments.len(), segments.len())
     );
-    assert_eq!(generation.doc_sources.iter().count(), segments.len());
+    assert_eq!(generation.caches.doc_sources.iter().count(), segments.len());
 
     writer.writer.merge(&segments).wait().unwrap();
     generation.reload().unwrap();
     assert_eq!(generation.reader.searcher().segment_readers().len(), 1);
-    assert_eq!(generation.attr_arrays.segments(), (1, 1));
-    assert_eq!(generation.doc_sources.iter().count(), 1);
+    assert_eq!(generation.caches.attr_arrays.segments(), (1, 1));
+    assert_eq!(generation.caches.doc_sources.iter().count(), 1);
 }
 
 /// Attribute patches answer exactly as rewritten documents do. Two

@@ -9,10 +9,10 @@ use chaja_core::model::Doc;
 use chaja_core::sources::SourceId;
 use chaja_core::text::normalize;
 
-use crate::attributes::AttrLayout;
+use crate::attr_layout::AttrLayout;
 use crate::checkpoint::Checkpoint;
 use crate::common_grams::{Fourgrams, PositionsShare, Trigrams, COMMON_SHARE};
-use crate::order::{clamp_time, sort_key, PATCH_ORDER};
+use crate::order::{clamp_time, sort_key, PATCH_ORDER, PATCH_TIME};
 use crate::schema::Fields;
 use crate::tokenizer::distinct_grams;
 use crate::uid::{key_term, tag, uid};
@@ -23,11 +23,6 @@ use crate::{morph, Result};
 /// `char`, so that splitting a hit's content on it is a `memchr`, not a
 /// substring search through the whole text.
 pub const BODY_SEPARATOR: char = '\u{0}';
-
-/// `created_at` of a patch: below every row's, so that a patch falls in no
-/// time window; its `order` (`PATCH_ORDER`) puts it after every row of its
-/// segment. No query matches a patch anyway: it has no text.
-pub(crate) const PATCH_TIME: i64 = i64::MIN;
 
 /// A row's attributes as the JSON object stored for its hit.
 pub(crate) fn attributes_json(attributes: &[(String, chaja_core::model::AttrValue)]) -> String {
@@ -295,32 +290,4 @@ pub fn common_grams(sample: &[Doc], positions: PositionsShare) -> (Trigrams, Fou
         Trigrams::choose(&texts, COMMON_SHARE),
         Fourgrams::choose(&texts, positions.get()),
     )
-}
-
-/// Calls `f` with every live document of `segment` and its `key`. The
-/// column's dictionary is streamed once, in order: looking each document's
-/// key up by itself decompresses a dictionary block per document, which
-/// made a scan of 100k rows take seconds of CPU.
-pub fn for_each_live_key(
-    segment: &tantivy::SegmentReader,
-    mut f: impl FnMut(tantivy::DocId, &str),
-) -> Result<()> {
-    let Some(keys) = segment.fast_fields().str("key")? else {
-        return Ok(());
-    };
-    let mut terms: Vec<String> = Vec::with_capacity(keys.num_terms());
-    let mut stream = keys.dictionary().stream()?;
-    while stream.advance() {
-        terms.push(String::from_utf8_lossy(stream.key()).into_owned());
-    }
-    for doc in segment.doc_ids_alive() {
-        if let Some(term) = keys
-            .term_ords(doc)
-            .next()
-            .and_then(|ord| terms.get(ord as usize))
-        {
-            f(doc, term);
-        }
-    }
-    Ok(())
 }

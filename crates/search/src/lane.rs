@@ -6,7 +6,7 @@
 //! varying them could otherwise take every core. Such searches wait in a
 //! lane of `CHAJA_HEAVY_SEARCHES` turns with a bounded queue.
 
-use chaja_index::search::{counts_without_visiting, Request, Sort};
+use chaja_index::search::{counts_without_visiting, Filter, Request, Sort};
 
 use crate::turns::Turns;
 
@@ -36,11 +36,20 @@ use crate::turns::Turns;
 /// totals are known (they are counted once per segment and kept): it is
 /// light.
 pub fn is_heavy(request: &Request) -> bool {
-    let windowed = request.filter.from.is_some() || request.filter.to.is_some();
+    // A source is a run of each segment, which costs nothing to find; an
+    // attribute value is a term of the query.
+    let Filter {
+        source: _,
+        attributes: _,
+        from,
+        to,
+        ranges,
+    } = &request.filter;
+    let windowed = from.is_some() || to.is_some();
     (windowed && !counts_without_visiting(request))
         || request.offset > 0
         || request.sort != Sort::Recent
-        || !request.filter.ranges.is_empty()
+        || !ranges.is_empty()
 }
 
 /// The lane heavy searches take turns in (see [`Turns`]): past
@@ -55,7 +64,6 @@ pub fn heavy_lane(turns: usize) -> HeavyLane {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::Ordering;
 
     use chaja_core::model::{AttrValue, Doc, Key};
     use chaja_core::sources::SourceId;
@@ -92,9 +100,9 @@ mod tests {
 
     /// Matches a search visited.
     fn work(generation: &Generation, request: &Request) -> u64 {
-        let before = generation.scanned.load(Ordering::Relaxed);
+        let before = generation.scanned();
         search(generation, request).unwrap();
-        generation.scanned.load(Ordering::Relaxed) - before
+        generation.scanned() - before
     }
 
     /// The lane follows the work, counted in matches visited: a request is

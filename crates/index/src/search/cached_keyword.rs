@@ -5,7 +5,7 @@
 //! the positions of every candidate, so a later query that visits the
 //! keyword's matches (relevance scores every row of its set; `match=morph`
 //! counts the set's union with its morphemes) would pay that check again
-//! for rows already known. [`KeptKeyword`] is the phrase with a way out:
+//! for rows already known. [`CachedKeywordQuery`] is the phrase with a way out:
 //! where every run of a segment has the keyword's bitset kept, its scorer
 //! walks the set bits instead; anywhere else it is the phrase. Both give
 //! the same documents (deleted ones included: the scan skips them), so a
@@ -20,19 +20,19 @@ use tantivy::index::SegmentId;
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
 use tantivy::{DocId, DocSet, Score, SegmentReader, Term, TERMINATED};
 
-use super::count::TermBits;
+use crate::caches::TermBits;
 
 /// What a query reads kept bitsets from: the cache, and each segment's
 /// runs (the pieces a long keyword is kept in).
 #[derive(Clone)]
-pub(crate) struct Kept {
+pub(crate) struct CachedBits {
     bits: TermBits,
     runs: Arc<HashMap<SegmentId, Vec<Range<DocId>>>>,
 }
 
-impl Kept {
-    pub(super) fn new(bits: &TermBits, runs: HashMap<SegmentId, Vec<Range<DocId>>>) -> Kept {
-        Kept {
+impl CachedBits {
+    pub(super) fn new(bits: &TermBits, runs: HashMap<SegmentId, Vec<Range<DocId>>>) -> CachedBits {
+        CachedBits {
             bits: bits.clone(),
             runs: Arc::new(runs),
         }
@@ -61,9 +61,9 @@ impl Kept {
     }
 }
 
-impl fmt::Debug for Kept {
+impl fmt::Debug for CachedBits {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Kept")
+        f.debug_struct("CachedBits")
             .field("segments", &self.runs.len())
             .finish()
     }
@@ -73,32 +73,32 @@ impl fmt::Debug for Kept {
 /// has them all. Unscored only: with scoring on it is the phrase, whose
 /// BM25 reads term frequencies.
 #[derive(Debug)]
-pub(super) struct KeptKeyword {
+pub(super) struct CachedKeywordQuery {
     phrase: Box<dyn Query>,
-    /// The keyword's key among the kept bitsets (see `kept::long_key`).
+    /// The keyword's key among the kept bitsets (see `keyword_count::long_key`).
     key: Term,
-    kept: Kept,
+    kept: CachedBits,
 }
 
-impl KeptKeyword {
-    pub(super) fn new(phrase: Box<dyn Query>, key: Term, kept: Kept) -> KeptKeyword {
-        KeptKeyword { phrase, key, kept }
+impl CachedKeywordQuery {
+    pub(super) fn new(phrase: Box<dyn Query>, key: Term, kept: CachedBits) -> CachedKeywordQuery {
+        CachedKeywordQuery { phrase, key, kept }
     }
 }
 
-impl Clone for KeptKeyword {
-    fn clone(&self) -> KeptKeyword {
-        KeptKeyword::new(self.phrase.box_clone(), self.key.clone(), self.kept.clone())
+impl Clone for CachedKeywordQuery {
+    fn clone(&self) -> CachedKeywordQuery {
+        CachedKeywordQuery::new(self.phrase.box_clone(), self.key.clone(), self.kept.clone())
     }
 }
 
-impl Query for KeptKeyword {
+impl Query for CachedKeywordQuery {
     fn weight(&self, enable_scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
         let phrase = self.phrase.weight(enable_scoring)?;
         if enable_scoring.is_scoring_enabled() {
             return Ok(phrase);
         }
-        Ok(Box::new(KeptWeight {
+        Ok(Box::new(CachedKeywordWeight {
             phrase,
             key: self.key.clone(),
             kept: self.kept.clone(),
@@ -110,16 +110,16 @@ impl Query for KeptKeyword {
     }
 }
 
-struct KeptWeight {
+struct CachedKeywordWeight {
     phrase: Box<dyn Weight>,
     key: Term,
-    kept: Kept,
+    kept: CachedBits,
 }
 
-impl Weight for KeptWeight {
+impl Weight for CachedKeywordWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         match self.kept.pieces(reader, &self.key) {
-            Some(pieces) => Ok(Box::new(KeptDocs::new(pieces))),
+            Some(pieces) => Ok(Box::new(BitsScorer::new(pieces))),
             None => self.phrase.scorer(reader, boost),
         }
     }
@@ -138,7 +138,7 @@ struct Piece {
 }
 
 /// The set bits of consecutive pieces, as a scorer of constant score.
-struct KeptDocs {
+struct BitsScorer {
     pieces: Vec<Piece>,
     /// The piece that holds `doc`.
     at: usize,
@@ -146,14 +146,14 @@ struct KeptDocs {
     len: u32,
 }
 
-impl KeptDocs {
-    fn new(pieces: Vec<Piece>) -> KeptDocs {
+impl BitsScorer {
+    fn new(pieces: Vec<Piece>) -> BitsScorer {
         let len = pieces
             .iter()
             .flat_map(|piece| piece.bits.iter())
             .map(|word| word.count_ones())
             .sum();
-        let mut docs = KeptDocs {
+        let mut docs = BitsScorer {
             pieces,
             at: 0,
             doc: 0,
@@ -192,7 +192,7 @@ impl KeptDocs {
     }
 }
 
-impl DocSet for KeptDocs {
+impl DocSet for BitsScorer {
     fn advance(&mut self) -> DocId {
         if self.doc != TERMINATED {
             self.doc = self.first_from(self.doc + 1);
@@ -216,7 +216,7 @@ impl DocSet for KeptDocs {
     }
 }
 
-impl Scorer for KeptDocs {
+impl Scorer for BitsScorer {
     fn score(&mut self) -> Score {
         1.0
     }
@@ -258,7 +258,7 @@ mod tests {
                 },
             ]
         };
-        let mut docs = KeptDocs::new(pieces());
+        let mut docs = BitsScorer::new(pieces());
         let mut got = Vec::new();
         while docs.doc() != TERMINATED {
             got.push(docs.doc());
@@ -266,7 +266,7 @@ mod tests {
         }
         assert_eq!(got, want);
         for target in 0..=300 {
-            let mut docs = KeptDocs::new(pieces());
+            let mut docs = BitsScorer::new(pieces());
             let next = want.iter().copied().find(|&d| d >= target);
             assert_eq!(docs.seek(target), next.unwrap_or(TERMINATED), "{target}");
         }

@@ -5,7 +5,7 @@
 //! keyword of five or more characters whose characters the common 4-grams
 //! cannot all pin is then not a phrase. Its candidates are the rows that
 //! hold every one of its 4-grams, few since one of them is rare, and
-//! [`Checked`] keeps those whose normalized title or content contains the
+//! [`ContainsQuery`] keeps those whose normalized title or content contains the
 //! keyword, read from the doc store: the same test as `LIKE`'s, and as
 //! the brute-force oracle's (`chaja_core::text::row_matches`).
 //!
@@ -26,15 +26,15 @@ use crate::stored;
 
 /// The rows of `candidates` whose text contains `keyword` (normalized).
 #[derive(Debug)]
-pub(super) struct Checked {
+pub(super) struct ContainsQuery {
     candidates: Box<dyn Query>,
     keyword: String,
     fields: Fields,
 }
 
-impl Checked {
-    pub(super) fn new(candidates: Box<dyn Query>, keyword: &str, fields: &Fields) -> Checked {
-        Checked {
+impl ContainsQuery {
+    pub(super) fn new(candidates: Box<dyn Query>, keyword: &str, fields: &Fields) -> ContainsQuery {
+        ContainsQuery {
             candidates,
             keyword: keyword.to_owned(),
             fields: fields.clone(),
@@ -42,9 +42,9 @@ impl Checked {
     }
 }
 
-impl Clone for Checked {
-    fn clone(&self) -> Checked {
-        Checked {
+impl Clone for ContainsQuery {
+    fn clone(&self) -> ContainsQuery {
+        ContainsQuery {
             candidates: self.candidates.box_clone(),
             keyword: self.keyword.clone(),
             fields: self.fields.clone(),
@@ -52,9 +52,9 @@ impl Clone for Checked {
     }
 }
 
-impl Query for Checked {
+impl Query for ContainsQuery {
     fn weight(&self, enable_scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        Ok(Box::new(CheckedWeight {
+        Ok(Box::new(ContainsWeight {
             candidates: self.candidates.weight(enable_scoring)?,
             keyword: self.keyword.clone(),
             fields: self.fields.clone(),
@@ -66,16 +66,16 @@ impl Query for Checked {
     }
 }
 
-struct CheckedWeight {
+struct ContainsWeight {
     candidates: Box<dyn Weight>,
     keyword: String,
     fields: Fields,
 }
 
-impl Weight for CheckedWeight {
+impl Weight for ContainsWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         let candidates = self.candidates.scorer(reader, boost)?;
-        let mut scorer = CheckedScorer {
+        let mut scorer = ContainsScorer {
             candidates,
             // Candidates ascend: only the block of the last one is read again.
             store: reader.get_store_reader(1)?,
@@ -94,14 +94,14 @@ impl Weight for CheckedWeight {
     }
 }
 
-struct CheckedScorer {
+struct ContainsScorer {
     candidates: Box<dyn Scorer>,
     store: StoreReader,
     finder: Finder<'static>,
     fields: Fields,
 }
 
-impl CheckedScorer {
+impl ContainsScorer {
     /// Whether document `doc`'s normalized title or content contains the
     /// keyword. A document the store cannot give back is kept, and the
     /// error logged: it holds every 4-gram of the keyword, and an answer
@@ -129,7 +129,7 @@ impl CheckedScorer {
     }
 }
 
-impl DocSet for CheckedScorer {
+impl DocSet for ContainsScorer {
     fn advance(&mut self) -> DocId {
         loop {
             let doc = self.candidates.advance();
@@ -156,7 +156,7 @@ impl DocSet for CheckedScorer {
     }
 }
 
-impl Scorer for CheckedScorer {
+impl Scorer for ContainsScorer {
     fn score(&mut self) -> Score {
         self.candidates.score()
     }

@@ -11,30 +11,27 @@
 //!
 //! The total is still the union's, by source: the rows that hold every
 //! morpheme, counted from the morphemes' postings as bitsets (see
-//! `count::term_words`, which keeps a common term's), plus the exact rows
+//! `term_count::term_words`, which keeps a common term's), plus the exact rows
 //! outside them, which the scoring visits anyway. When the exact rows fall
 //! short of a page, the search scores the whole union as before; what was
 //! done here is then lost, and it is a part of what the union's scan reads.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::sync::atomic::Ordering;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, Weight};
+use tantivy::{DocId, Searcher, Term};
 
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, Weight};
-use tantivy::{DocAddress, DocId, DocSet, SegmentReader, Term};
-
-use super::budget::{ScanError, BUDGET_EVERY_MATCHES};
-use super::count::{alive_in, deleted_docs, plain_keywords, term_words};
-use super::kept_docs::Kept;
-use super::query::{morph_query, morpheme_fields, morphemes, substring_query, EXACT_TIER};
-use super::request::{rank, Rank, Request, Sort};
-use super::scan::{offer, with_recency, Task, Work};
-use super::{Partial, SourceCounts};
+use super::bits::{alive_in, deleted_docs, term_words};
+use super::budget::ScanError;
+use super::cached_keyword::CachedBits;
+use super::query::{morph_query, substring_query, EXACT_TIER};
+use super::request::{plain_keywords, Filter, Request, Sort};
+use super::scan::{Partial, RangeScan, Task, TopK};
+use super::terms::{morpheme_fields, morphemes};
+use crate::caches::SourceCounts;
 use crate::schema::Fields;
 use chaja_core::sources::MAX_SOURCES;
 
 /// What the exact rows' scan reads: the query and the morphemes' terms.
-pub(super) struct ExactFirst {
+pub(super) struct ExactRows {
     pub(super) query: Box<dyn Query>,
     /// Each morpheme's title and content terms.
     pub(super) morphemes: Vec<[Term; 2]>,
@@ -48,11 +45,22 @@ pub(super) struct ExactFirst {
 /// `match=morph` under relevance, with morphemes, over keywords as typed,
 /// with no attribute filter, range or facet (those read columns per row,
 /// which the union's bitsets do not).
-pub(super) fn query(fields: &Fields, request: &Request, kept: &Kept) -> Option<ExactFirst> {
+pub(super) fn query(fields: &Fields, request: &Request, cached: &CachedBits) -> Option<ExactRows> {
+    // The source and the time bounds are ranges the scan reads; attribute
+    // filters and ranges read columns per row, which the union's bitsets
+    // do not.
+    let Filter {
+        source: _,
+        attributes,
+        from: _,
+        to: _,
+        ranges,
+    } = &request.filter;
     if request.sort != Sort::Relevance
         || !request.morph
         || !plain_keywords(request)
-        || request.filter.reads_attributes()
+        || !attributes.is_empty()
+        || !ranges.is_empty()
         || !request.facets.is_empty()
     {
         return None;
@@ -61,7 +69,7 @@ pub(super) fn query(fields: &Fields, request: &Request, kept: &Kept) -> Option<E
     if morphemes.is_empty() {
         return None;
     }
-    let exact = substring_query(fields, request, false, Some(kept));
+    let exact = substring_query(fields, request, false, Some(cached));
     let query = BooleanQuery::new(vec![
         (
             Occur::Must,
@@ -69,10 +77,19 @@ pub(super) fn query(fields: &Fields, request: &Request, kept: &Kept) -> Option<E
         ),
         (Occur::Should, morph_query(fields, &morphemes, Occur::Must)),
     ]);
-    Some(ExactFirst {
+    Some(ExactRows {
         query: Box::new(query),
         morphemes: morpheme_fields(fields, &morphemes),
     })
+}
+
+impl ExactRows {
+    /// The query's weight on `searcher`, scored.
+    pub(super) fn weight(&self, searcher: &Searcher) -> crate::Result<Box<dyn Weight>> {
+        Ok(self
+            .query
+            .weight(EnableScoring::enabled_from_searcher(searcher))?)
+    }
 }
 
 /// Scans a task's range with `weight`, the exact rows scored as the union
@@ -80,25 +97,24 @@ pub(super) fn query(fields: &Fields, request: &Request, kept: &Kept) -> Option<E
 /// cursor, how many rank below it, and the range's union total (or its
 /// known one).
 pub(super) fn scan(
+    range_scan: &RangeScan,
     weight: &dyn Weight,
-    morphemes: &[[Term; 2]],
-    segment: &SegmentReader,
-    task: &Task,
-    request: &Request,
-    work: Work,
+    exact: &ExactRows,
 ) -> Result<(Partial, u64), ScanError> {
+    let RangeScan {
+        segment,
+        task,
+        request,
+        work,
+    } = range_scan;
     let Task {
         ord,
         source,
         ref range,
         known_total,
-        ..
-    } = *task;
-    let range = range.clone();
+        count_facets: _,
+    } = **task;
     work.budget.check()?;
-    let k = request.offset + request.limit;
-    let (created, uid, tag) = (&work.columns.created, &work.columns.uid, &work.columns.tag);
-    let alive = segment.alive_bitset();
     // The rows that hold every morpheme, as the words of the range, when
     // the total is to be counted.
     let first = (range.start / 64) as usize;
@@ -106,13 +122,14 @@ pub(super) fn scan(
         true => {
             let words = first..range.end.div_ceil(64) as usize;
             // A common term's bitset of its whole segment is kept when the
-            // range is a quarter of the segment or more (`kept` asks a
-            // quarter of the run), so that later searches read it.
+            // range is a quarter of the segment or more (`keyword_count`
+            // asks a quarter of the run), so that later searches read it.
             let keep = u64::from(range.end - range.start) * 4 >= u64::from(segment.max_doc());
+            let bits = &work.caches.term_bits;
             let mut every = vec![!0u64; words.len()];
-            for [title, content] in morphemes {
-                let title = term_words(segment, title, words.clone(), keep, work.term_bits)?;
-                let content = term_words(segment, content, words.clone(), keep, work.term_bits)?;
+            for [title, content] in &exact.morphemes {
+                let title = term_words(segment, title, words.clone(), keep, bits)?;
+                let content = term_words(segment, content, words.clone(), keep, bits)?;
                 for ((e, t), c) in every.iter_mut().zip(title).zip(content) {
                     *e &= t | c;
                 }
@@ -122,75 +139,45 @@ pub(super) fn scan(
         false => None,
     };
     let mut scorer = weight.scorer(segment, 1.0)?;
-    let mut top: BinaryHeap<Reverse<(Rank, DocId)>> = BinaryHeap::with_capacity(k + 1);
-    // Exact rows outside `every`, and exact rows below the cursor.
-    let (mut outside, mut eligible) = (0u64, 0u64);
-    let mut scanned = 0u64;
-    let mut doc = scorer.doc();
-    if doc < range.start {
-        doc = scorer.seek(range.start);
-    }
-    while doc < range.end {
-        scanned += 1;
-        if scanned.is_multiple_of(u64::from(BUDGET_EVERY_MATCHES)) && work.budget.exhausted() {
-            work.scanned.fetch_add(scanned, Ordering::Relaxed);
-            return Err(ScanError::Stopped);
-        }
-        if alive.is_some_and(|a| a.is_deleted(doc)) {
-            doc = scorer.advance();
-            continue;
-        }
-        let created_at = created.first(doc).unwrap_or_default();
-        let doc_tag = tag.first(doc).unwrap_or_default();
-        if request.filter.accepts(created_at, doc_tag) {
-            if let Some(every) = &every {
-                let bit = doc - first as DocId * 64;
-                if every[(bit / 64) as usize] & (1 << (bit % 64)) == 0 {
-                    outside += 1;
-                }
-            }
-            let score = with_recency(scorer.score(), created_at, request.now);
-            let doc_uid = uid.first(doc).unwrap_or_default();
-            let r = rank(&request.sort, created_at, doc_uid, doc_tag, score, 0);
-            if request.after.is_none_or(|after| r < after) {
-                eligible += 1;
-                offer(&mut top, k, (r, doc));
+    let mut attrs = range_scan.attrs()?;
+    let mut top = TopK::new(request);
+    // Exact rows outside `every`.
+    let mut outside = 0u64;
+    range_scan.collect(&mut *scorer, &mut attrs, &mut top, |doc, _| {
+        if let Some(every) = &every {
+            let bit = doc - first as DocId * 64;
+            if every[(bit / 64) as usize] & (1 << (bit % 64)) == 0 {
+                outside += 1;
             }
         }
-        doc = scorer.advance();
-    }
-    work.scanned.fetch_add(scanned, Ordering::Relaxed);
+    })?;
     let counts = match (known_total, every) {
         (Some(known), _) => known,
         (None, None) => [0; MAX_SOURCES],
         (None, Some(every)) => {
-            let gone = deleted_docs(work.deleted, segment);
+            let gone = deleted_docs(&work.caches.deleted, segment);
             let from = gone.partition_point(|&d| d < range.start);
             let to = gone.partition_point(|&d| d < range.end);
             let mut counts: SourceCounts = [0; MAX_SOURCES];
-            counts[source] = alive_in(every, &range, &gone[from..to]) + outside;
+            counts[source] = alive_in(every, range, &gone[from..to]) + outside;
             counts
         }
     };
-    let top = top
-        .into_iter()
-        .map(|Reverse((r, doc))| (r, DocAddress::new(ord, doc)))
-        .collect();
+    let eligible = top.eligible;
     let partial = Partial {
         counts,
         facets: Vec::new(),
-        top,
+        top: top.into_hits(ord),
     };
     Ok((partial, eligible))
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::Ordering;
 
     use chaja_core::text::parse_query;
 
-    use crate::search::kept::tests::{index, under_each_filter};
+    use crate::search::keyword_count::tests::{index, under_each_filter};
     use crate::search::{search, search_whole_union, Request, Sort};
 
     /// Relevance with `match=morph` answers as when the whole union was
@@ -230,13 +217,13 @@ mod tests {
                 for mut request in under_each_filter(&unfiltered) {
                     let what = format!("{q} limit {limit} {:?}", request.filter);
                     let answer = |request: &Request, whole: bool| {
-                        generation.totals.invalidate_all();
-                        let before = generation.scanned.load(Ordering::Relaxed);
+                        generation.caches.totals.invalidate_all();
+                        let before = generation.scanned();
                         let found = match whole {
                             true => search_whole_union(&generation, request),
                             false => search(&generation, request),
                         };
-                        let scanned = generation.scanned.load(Ordering::Relaxed) - before;
+                        let scanned = generation.scanned() - before;
                         (found.unwrap(), scanned)
                     };
                     let (found, scanned) = answer(&request, false);

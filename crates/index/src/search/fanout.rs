@@ -54,7 +54,7 @@ mod tests {
     use chaja_core::text::parse_query;
 
     use super::Fanout;
-    use crate::search::kept::tests::{index, under_each_filter};
+    use crate::search::keyword_count::tests::{index, under_each_filter};
     use crate::search::{search_budgeted, Budget, Request, Sort};
 
     /// Every kind of search answers the same on one thread as on the pool:
@@ -86,7 +86,7 @@ mod tests {
                     let what = format!("{q} {sort:?} morph {morph} {:?}", request.filter);
                     let answer = |request: &Request, fanout| {
                         // Counted again, not read from the last search.
-                        generation.totals.invalidate_all();
+                        generation.caches.totals.invalidate_all();
                         search_budgeted(&generation, request, &Budget::unlimited(), fanout).unwrap()
                     };
                     loop {

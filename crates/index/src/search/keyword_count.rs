@@ -9,7 +9,7 @@
 //! otherwise new. So once a range's top-k is final, each keyword's
 //! documents in the whole segment are found once, by visiting its matches,
 //! and kept as a bitset in the same weighed cache as the terms' bitsets
-//! (see `count::anded`); the next query that holds the keyword counts its
+//! (see `term_count::anded`); the next query that holds the keyword counts its
 //! matches in a range from the bitsets of its keywords, ANDed, a word per
 //! 64 documents. Lucene's query cache keeps a frequent clause's bitset per
 //! segment the same way.
@@ -17,7 +17,7 @@
 //! With `match=morph` a row matches the keywords' AND or holds every
 //! morpheme of them, each in its title or its content. That union is
 //! counted the same way: the morphemes' terms are common terms whose
-//! bitsets are kept as `count::anded` keeps them (a rare one is decoded
+//! bitsets are kept as `term_count::anded` keeps them (a rare one is decoded
 //! for the range only), ORed per morpheme, ANDed, and ORed with the
 //! keywords' AND.
 //!
@@ -34,17 +34,18 @@ use std::sync::Arc;
 use tantivy::query::{EnableScoring, Weight};
 use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN};
 
+use super::bits::{alive_in, term_words, DENSE_RATIO};
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
-use super::count::{alive_in, plain_keywords, term_words, TermBits, DENSE_RATIO};
-use super::query::{gram_field, keyword_query, morpheme_fields, morphemes, rare_trigram, Long};
-use super::request::Request;
+use super::query::keyword_query;
+use super::request::{plain_keywords, Request};
+use super::terms::{gram_field, long_key, morpheme_fields, morphemes, rare_trigram, Long};
+use crate::caches::Caches;
 use crate::schema::Fields;
-use chaja_core::text::Keyword;
 
 /// A keyword as a set of documents: what finds it, and what keeps it.
 pub(crate) struct KeywordSet {
     /// Its key among the kept bitsets: its term, for a keyword of up to
-    /// four characters (the key `count::anded` keeps it under); for a
+    /// four characters (the key `term_count::anded` keeps it under); for a
     /// longer one, its whole text as a term of the 4-gram field, which
     /// holds no term longer than four characters.
     key: Term,
@@ -52,12 +53,6 @@ pub(crate) struct KeywordSet {
     weight: Box<dyn Weight>,
     /// The terms every match holds: its rarest says whether it is common.
     cover: Vec<Term>,
-}
-
-/// A keyword of five or more characters' key among the kept bitsets: its
-/// whole text as a term of the 4-gram field, which holds no longer term.
-pub(super) fn long_key(fields: &Fields, keyword: &Keyword) -> Term {
-    Term::from_field_text(fields.grams4, keyword.as_str())
 }
 
 /// What a request's matches are, as sets of documents: the AND of its
@@ -117,19 +112,19 @@ pub(super) fn keyword_sets(
 /// run of one source (see `order`) that holds `range`: a long keyword is
 /// kept per run, so that a segment's runs, scanned in parallel, are found
 /// in parallel, and a source filter finds only its own. `deleted` is the
-/// segment's deleted documents, ascending; the matches visited are added
-/// to `scanned`, as a scan adds its own.
-#[allow(clippy::too_many_arguments)]
+/// segment's deleted documents, ascending; bitsets are kept in `caches`,
+/// whose counter the matches visited are added to, as a scan adds its
+/// own, and `budget` is checked as a scan checks it.
 pub(super) fn in_range(
     segment: &SegmentReader,
     sets: &Sets,
     run: Range<DocId>,
     range: Range<DocId>,
     deleted: &[DocId],
-    bits: &TermBits,
+    caches: &Caches,
     budget: &Budget,
-    scanned: &AtomicU64,
 ) -> Result<Option<u64>, ScanError> {
+    let (bits, scanned) = (&caches.term_bits, &caches.scanned);
     debug_assert!(range.is_empty() || run.start <= range.start && range.end <= run.end);
     if range.is_empty() {
         return Ok(Some(0));
@@ -138,7 +133,7 @@ pub(super) fn in_range(
     let keep = u64::from(range.end - range.start) * 4 >= u64::from(run.end - run.start);
     let id = segment.segment_id();
     // Each set's bitset and the document of its first word: its run's, or
-    // its whole segment's (a short keyword's, kept by `count::anded`).
+    // its whole segment's (a short keyword's, kept by `term_count::anded`).
     let mut kept = Vec::with_capacity(sets.keywords.len());
     let mut missing = Vec::new();
     for set in &sets.keywords {
@@ -347,14 +342,18 @@ pub(super) mod tests {
         }
         // The long common keywords were kept, in every run of every
         // segment; the rare one was not.
-        generation.term_bits.run_pending_tasks();
+        generation.caches.term_bits.run_pending_tasks();
         let segments = generation.view().searcher.segment_readers().len() as u64;
-        assert!(generation.term_bits.entry_count() >= 4 * 2 * segments);
+        assert!(generation.caches.term_bits.entry_count() >= 4 * 2 * segments);
         let rare = tantivy::Term::from_field_text(generation.fields.grams4, "드문말입니다");
-        assert!(generation.term_bits.iter().all(|(key, _)| key.2 != rare));
+        assert!(generation
+            .caches
+            .term_bits
+            .iter()
+            .all(|(key, _)| key.2 != rare));
     }
 
-    /// A long keyword read from its kept bitsets (see `kept_docs`) answers
+    /// A long keyword read from its kept bitsets (see `cached_keyword`) answers
     /// as its phrase did: relevance searches, with and without
     /// `match=morph`, which keep nothing, give the same hits and totals
     /// before and after
@@ -384,31 +383,33 @@ pub(super) mod tests {
             answers
         };
         let before = answers();
-        generation.term_bits.run_pending_tasks();
+        generation.caches.term_bits.run_pending_tasks();
         // Relevance with `match=morph` keeps its morphemes' bitsets (see
         // `exact_first`), never a keyword's.
         let grams4 = generation.fields.grams4;
         assert!(
             generation
+                .caches
                 .term_bits
                 .iter()
                 .all(|(key, _)| key.2.field() != grams4),
             "no keyword kept yet"
         );
         // Relevance counted the same sets: counted again, they are kept.
-        generation.totals.invalidate_all();
+        generation.caches.totals.invalidate_all();
         for q in queries {
             search(&generation, &Request::newest_first(parse_query(q), 3)).unwrap();
         }
-        generation.term_bits.run_pending_tasks();
+        generation.caches.term_bits.run_pending_tasks();
         let long = |text: &str| tantivy::Term::from_field_text(generation.fields.grams4, text);
         for text in ["있습니다.", "설정합니다", "가나다라마"] {
             assert!(generation
+                .caches
                 .term_bits
                 .iter()
                 .any(|(key, _)| key.2 == long(text)));
         }
-        generation.totals.invalidate_all();
+        generation.caches.totals.invalidate_all();
         let after = answers();
         for ((request, found), (_, was)) in after.iter().zip(&before) {
             assert_eq!(found, was, "{request:?}");

@@ -24,7 +24,7 @@
 //! - the newest-first top-k of a run is final as soon as a match is older
 //!   than the k-th best; the rest of the run is only counted;
 //! - a one-term keyword's remaining matches are counted from its postings'
-//!   skip list without visiting them (see `count`); any other query visits
+//!   skip list without visiting them (see `term_count`); any other query visits
 //!   them, once per segment: the counts are kept per segment (see
 //!   `Generation::totals`), so later queries only find their top-k;
 //! - a source filter reads only that source's run, and a time filter
@@ -50,43 +50,45 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use tantivy::query::{EnableScoring, Query};
 use tantivy::{DocAddress, DocId};
 
 use chaja_core::sources::MAX_SOURCES;
 
 use crate::attributes::{add_facets, top_facets, SegmentFacetValues};
-use crate::{Generation, Result};
+use crate::{Generation, Result, View};
 
+mod bits;
 mod budget;
-mod checked;
-mod count;
-mod exact_first;
+mod cached_keyword;
+mod contains;
+mod exact_rows;
 mod fanout;
 mod hit;
-mod kept;
-mod kept_docs;
+mod keyword_count;
+mod patched;
+mod plan;
 mod query;
 mod request;
 mod scan;
-mod scored;
+mod scored_by_terms;
+mod term_count;
+mod terms;
 
 pub use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
+pub use crate::caches::SourceCounts;
 pub use budget::{Budget, ScanError, StopOnDrop};
-pub use count::counts_without_visiting;
-pub(crate) use count::{DeletedDocs, TermBits, TERM_BITS_BYTES};
 pub use fanout::Fanout;
 pub use request::{Filter, Hit, Rank, Request, Response, SearchKey, Sort, DEFAULT_FACET_SIZE};
-pub(crate) use scan::doc_sources;
+pub use term_count::counts_without_visiting;
 
+use cached_keyword::CachedBits;
 use hit::load_hit;
-use kept_docs::Kept;
-use query::build_query;
+use plan::Plan;
 use request::totals_key;
-use scan::{time_window, windows, Task, Work};
+use scan::{time_window, windows, RangeScan, Task, Work};
 
 /// Ranges with more documents than this are scanned as two halves, when
-/// a search has fewer ranges than [`min_ranges`].
+/// a search has fewer ranges than [`min_ranges`] (see [`Split`]).
 const SPLIT_DOCS: u32 = 32_768;
 
 /// Below this many ranges to scan, a search cuts its large ones in halves
@@ -129,36 +131,58 @@ fn halves(tasks: Vec<Task>, split_docs: u32) -> Vec<Task> {
     cut
 }
 
-/// What one scanned range of one segment found.
-#[derive(Default)]
-struct Partial {
-    counts: SourceCounts,
-    /// Each requested facet's counts by value, when this range counted
-    /// them.
-    facets: Vec<Vec<(String, u64)>>,
-    top: Vec<(Rank, DocAddress)>,
-}
-
-/// Matches by source position (the low bits of their uid).
-pub type SourceCounts = [u64; MAX_SOURCES];
-
 fn add_counts(sum: &mut SourceCounts, more: &SourceCounts) {
     for (s, m) in sum.iter_mut().zip(more) {
         *s += m;
     }
 }
 
+/// How a search's ranges are cut: those with more than `docs` documents
+/// are scanned as two halves when a search has fewer than `below_ranges`
+/// ranges to scan (see [`halves`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Split {
+    docs: u32,
+    below_ranges: usize,
+}
+
+impl Split {
+    /// What a served search does.
+    fn served() -> Split {
+        Split {
+            docs: SPLIT_DOCS,
+            below_ranges: min_ranges(),
+        }
+    }
+}
+
+/// How one search runs, besides what it asks: when it stops, where its
+/// scans run, and how its ranges are cut.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    budget: &'a Budget,
+    fanout: Fanout,
+    split: Split,
+}
+
+impl Run<'_> {
+    /// Alone and unbounded: what tests and tools ask.
+    fn unbounded(split: Split) -> Run<'static> {
+        static UNLIMITED: std::sync::OnceLock<Budget> = std::sync::OnceLock::new();
+        Run {
+            budget: UNLIMITED.get_or_init(Budget::unlimited),
+            fanout: Fanout::Parallel,
+            split,
+        }
+    }
+}
+
 /// Runs a search on one generation. Blocking: call it off the async workers.
 pub fn search(generation: &Generation, request: &Request) -> Result<Response> {
-    unlimited(search_within(
-        generation,
-        request,
-        &Budget::unlimited(),
-        SPLIT_DOCS,
-        min_ranges(),
-        true,
-        Fanout::Parallel,
-    ))
+    let view = generation.view();
+    let plan = choose(generation, &view, request)?;
+    let run = Run::unbounded(Split::served());
+    unlimited(search_within(generation, &view, request, plan, run))
 }
 
 /// [`search`], cutting every range larger than `split_docs` in two halves,
@@ -169,30 +193,29 @@ pub fn search_split(
     request: &Request,
     split_docs: u32,
 ) -> Result<Response> {
+    let split = Split {
+        docs: split_docs,
+        below_ranges: usize::MAX,
+    };
+    let view = generation.view();
+    let plan = choose(generation, &view, request)?;
     unlimited(search_within(
         generation,
+        &view,
         request,
-        &Budget::unlimited(),
-        split_docs,
-        usize::MAX,
-        true,
-        Fanout::Parallel,
+        plan,
+        Run::unbounded(split),
     ))
 }
 
 /// [`search`] that scores the whole union under `match=morph`, as it did
-/// before `exact_first`: what the tests compare it with.
+/// before `exact_rows`: what the tests compare it with.
 #[cfg(test)]
 pub(crate) fn search_whole_union(generation: &Generation, request: &Request) -> Result<Response> {
-    unlimited(search_within(
-        generation,
-        request,
-        &Budget::unlimited(),
-        SPLIT_DOCS,
-        min_ranges(),
-        false,
-        Fanout::Parallel,
-    ))
+    let view = generation.view();
+    let plan = choose(generation, &view, request)?.whole_union();
+    let run = Run::unbounded(Split::served());
+    unlimited(search_within(generation, &view, request, plan, run))
 }
 
 fn unlimited(searched: std::result::Result<Response, ScanError>) -> Result<Response> {
@@ -211,37 +234,33 @@ pub fn search_budgeted(
     budget: &Budget,
     fanout: Fanout,
 ) -> std::result::Result<Response, ScanError> {
-    search_within(
-        generation,
-        request,
+    budget.check()?;
+    let view = generation.view();
+    let plan = choose(generation, &view, request)?;
+    let run = Run {
         budget,
-        SPLIT_DOCS,
-        min_ranges(),
-        true,
         fanout,
+        split: Split::served(),
+    };
+    search_within(generation, &view, request, plan, run)
+}
+
+/// The plan of `request` on `view`: its query reads the view's patches,
+/// so the search must read the same view.
+fn choose(generation: &Generation, view: &View, request: &Request) -> Result<Plan> {
+    Plan::choose(
+        &generation.fields,
+        request,
+        &view.searcher,
+        &view.patches,
+        &cached_bits(generation, view),
     )
 }
 
-/// A search; ranges of more than `split_docs` documents are cut in halves
-/// when there are fewer than `min_ranges` of them.
-fn search_within(
-    generation: &Generation,
-    request: &Request,
-    budget: &Budget,
-    split_docs: u32,
-    min_ranges: usize,
-    exact_first: bool,
-    fanout: Fanout,
-) -> std::result::Result<Response, ScanError> {
-    budget.check()?;
-    debug_assert!(!request.keywords.is_empty());
-    let view = generation.view();
-    let searcher = &view.searcher;
-    let patches = &view.patches;
-    let fields = &generation.fields;
-    let scoring = request.sort == Sort::Relevance;
-    // Long keywords read from their kept bitsets where they are kept.
-    let runs = searcher
+/// Where long keywords' kept bitsets are, for the view's segments.
+fn cached_bits(generation: &Generation, view: &View) -> CachedBits {
+    let runs = view
+        .searcher
         .segment_readers()
         .iter()
         .zip(view.columns.iter())
@@ -250,16 +269,28 @@ fn search_within(
             (segment.segment_id(), runs)
         })
         .collect();
-    let kept = Kept::new(&generation.term_bits, runs);
-    let query = build_query(fields, request, scoring, patches, Some(&kept));
-    let enable = if scoring {
-        EnableScoring::enabled_from_searcher(searcher)
-    } else {
-        EnableScoring::disabled_from_searcher(searcher)
-    };
-    let weight = query.weight(enable)?;
-    let terms = count::terms(fields, request);
-    let sets = kept::keyword_sets(fields, request, searcher)?;
+    CachedBits::new(&generation.caches.term_bits, runs)
+}
+
+/// A search on `view` of `generation`, following `plan`.
+fn search_within(
+    generation: &Generation,
+    view: &View,
+    request: &Request,
+    plan: Plan,
+    run: Run,
+) -> std::result::Result<Response, ScanError> {
+    let Run {
+        budget,
+        fanout,
+        split,
+    } = run;
+    budget.check()?;
+    debug_assert!(!request.keywords.is_empty());
+    let searcher = &view.searcher;
+    let patches = &view.patches;
+    let caches = &generation.caches;
+    let weight = plan.weight(request, searcher)?;
 
     // Segments never change but for deletes, so a segment's total for a
     // query stays true until its delete count moves: a frequent phrase is
@@ -285,7 +316,7 @@ fn search_within(
             if reads_attributes { stamp } else { 0 },
             counts_key.clone(),
         );
-        let known_total = generation.totals.get(&key);
+        let known_total = caches.totals.get(&key);
         let facets_key = (
             segment.segment_id(),
             segment.num_deleted_docs(),
@@ -294,7 +325,7 @@ fn search_within(
         );
         let facets_here = match request.facets.is_empty() {
             true => None,
-            false => generation.facets.get(&facets_key),
+            false => caches.facets.get(&facets_key),
         };
         let count_facets = !request.facets.is_empty() && facets_here.is_none();
         known_facets.push(facets_here);
@@ -340,34 +371,25 @@ fn search_within(
     // nothing and keep no thread busy.
     // On one thread, halves would only add scorers to set up.
     if fanout == Fanout::Parallel
-        && tasks.iter().filter(|t| !t.range.is_empty()).count() < min_ranges
+        && tasks.iter().filter(|t| !t.range.is_empty()).count() < split.below_ranges
     {
-        tasks = halves(tasks, split_docs);
+        tasks = halves(tasks, split.docs);
     }
     let work = |task: &Task| Work {
         columns: &view.columns[task.ord as usize],
         budget,
-        scanned: &generation.scanned,
-        doc_sources: &generation.doc_sources,
-        attr_arrays: &generation.attr_arrays,
+        caches,
         patches,
-        terms: terms.as_deref(),
-        deleted: &generation.deleted,
-        term_bits: &generation.term_bits,
-        sets: sets.as_ref(),
+        count: &plan.count,
     };
     // `match=morph` under relevance: the exact rows first, and the whole
-    // union only when they do not fill the page (see `exact_first`).
+    // union only when they do not fill the page (see `exact_rows`).
     let mut exact_partials = None;
-    let exact_first = match exact_first {
-        true => exact_first::query(fields, request, &kept),
-        false => None,
-    };
-    if let Some(exact_first::ExactFirst { query, morphemes }) = exact_first {
-        let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+    if let Some(exact) = &plan.exact_rows {
+        let weight = exact.weight(searcher)?;
         let found = fanout.each(&tasks, |task| {
-            let segment = searcher.segment_reader(task.ord);
-            exact_first::scan(&*weight, &morphemes, segment, task, request, work(task))
+            let range_scan = RangeScan::new(searcher, task, request, work(task));
+            exact_rows::scan(&range_scan, &*weight, exact)
         })?;
         let k = (request.offset + request.limit) as u64;
         if found.iter().map(|(_, eligible)| eligible).sum::<u64>() >= k {
@@ -377,8 +399,7 @@ fn search_within(
     let partials = match exact_partials {
         Some(partials) => partials,
         None => fanout.each(&tasks, |task| {
-            let segment = searcher.segment_reader(task.ord);
-            scan::scan(&*weight, segment, task, request, work(task))
+            RangeScan::new(searcher, task, request, work(task)).scan(&*weight)
         })?,
     };
     budget.check()?;
@@ -407,10 +428,10 @@ fn search_within(
                 .map(|m| m.into_iter().collect())
                 .collect();
             add_facets(&mut facet_sums, &values);
-            generation.facets.insert(facets_key, Arc::new(values));
+            caches.facets.insert(facets_key, Arc::new(values));
         }
         if !known {
-            generation.totals.insert(key, counts);
+            caches.totals.insert(key, counts);
         }
     }
 
@@ -426,7 +447,7 @@ fn search_within(
         .into_iter()
         .skip(request.offset)
         .take(request.limit)
-        .map(|(rank, address)| load_hit(&view, fields, &highlighted, rank, address))
+        .map(|(rank, address)| load_hit(view, &generation.fields, &highlighted, rank, address))
         .collect::<Result<Vec<Hit>>>()?;
     Ok(Response {
         total: by_source.iter().sum(),

@@ -8,22 +8,23 @@ use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, InvertedIndexRangeQuery, Occur, PhraseQuery, Query,
     TermQuery,
 };
-use tantivy::schema::{Field, IndexRecordOption, Term};
+use tantivy::schema::{IndexRecordOption, Term};
 
 use chaja_core::text::Keyword;
 
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::checked::Checked;
-use super::kept::long_key;
-use super::kept_docs::{Kept, KeptKeyword};
+use super::cached_keyword::{CachedBits, CachedKeywordQuery};
+use super::contains::ContainsQuery;
+use super::patched::PatchedQuery;
 use super::request::Request;
-use super::scored::ScoredByTerms;
-use crate::morph;
-use crate::patches::{PatchedQuery, Patches};
+use super::scored_by_terms::ScoredByTermsQuery;
+use super::terms::{
+    gram_field, long_key, morpheme_fields, morphemes, rare_trigram, term_query, Long,
+};
+use crate::patches::Patches;
 use crate::schema::Fields;
-use crate::tokenizer::held_cover;
 
 /// Title matches weigh this much more than content matches in relevance.
 pub(super) const TITLE_BOOST: f32 = 2.0;
@@ -36,13 +37,13 @@ pub(super) const EXACT_TIER: f32 = 10_000.0;
 /// The query of a request: the substring set (or, with `match=morph`, the
 /// substring set plus morpheme matches), scored for relevance when asked.
 /// `patches` are the attribute patches of the searcher it runs on; `kept`,
-/// when given, where its long keywords' kept bitsets are (see `kept_docs`).
+/// when given, where its long keywords' kept bitsets are (see `cached_keyword`).
 pub(crate) fn build_query(
     fields: &Fields,
     request: &Request,
     scoring: bool,
     patches: &Arc<Patches>,
-    kept: Option<&Kept>,
+    kept: Option<&CachedBits>,
 ) -> Box<dyn Query> {
     // Only relevance and morpheme matching look at morphemes: a newest-first
     // substring search skips the dictionary lookup.
@@ -65,7 +66,10 @@ pub(crate) fn build_query(
     } else if scoring {
         // The set is the substring set; morphemes only score it.
         let exact = substring_query(fields, request, false, kept);
-        Box::new(ScoredByTerms::new(exact, morph_terms(fields, &morphemes)))
+        Box::new(ScoredByTermsQuery::new(
+            exact,
+            morph_terms(fields, &morphemes),
+        ))
     } else {
         substring_query(fields, request, false, kept)
     };
@@ -91,18 +95,6 @@ pub(crate) fn build_query(
     Box::new(BooleanQuery::new(must))
 }
 
-/// The request's keywords' morphemes, each once, sorted.
-pub(super) fn morphemes(request: &Request) -> Vec<String> {
-    let mut morphemes: Vec<String> = request
-        .keywords
-        .iter()
-        .flat_map(|k| morph::analyzer().morphemes(k.as_str()))
-        .collect();
-    morphemes.sort_unstable();
-    morphemes.dedup();
-    morphemes
-}
-
 /// The rows whose normalized title or content contains every keyword (or,
 /// for a keyword with synonyms, any of its forms); unscored, a long one is
 /// read from its kept bitsets where `kept` has them.
@@ -110,7 +102,7 @@ pub(super) fn substring_query(
     fields: &Fields,
     request: &Request,
     scoring: bool,
-    kept: Option<&Kept>,
+    kept: Option<&CachedBits>,
 ) -> Box<dyn Query> {
     let mut must: Vec<(Occur, Box<dyn Query>)> = (0..request.keywords.len())
         .map(|i| {
@@ -119,9 +111,9 @@ pub(super) fn substring_query(
                 .map(|k| {
                     let query = keyword_query(fields, k, scoring);
                     let query: Box<dyn Query> = match kept {
-                        Some(kept) if !scoring && k.char_len() > 4 => {
-                            Box::new(KeptKeyword::new(query, long_key(fields, k), kept.clone()))
-                        }
+                        Some(kept) if !scoring && k.char_len() > 4 => Box::new(
+                            CachedKeywordQuery::new(query, long_key(fields, k), kept.clone()),
+                        ),
                         _ => query,
                     };
                     (Occur::Should, query)
@@ -163,96 +155,12 @@ pub(super) fn morph_query(fields: &Fields, morphemes: &[String], occur: Occur) -
 }
 
 /// Each morpheme as a title term (boosted) and a content term: what
-/// [`morph_query`] sums, for [`ScoredByTerms`].
+/// [`morph_query`] sums, for [`ScoredByTermsQuery`].
 pub(super) fn morph_terms(fields: &Fields, morphemes: &[String]) -> Vec<(Term, f32)> {
     morpheme_fields(fields, morphemes)
         .into_iter()
         .flat_map(|[title, content]| [(title, TITLE_BOOST), (content, 1.0)])
         .collect()
-}
-
-/// Each morpheme's title and content terms: a row holds the morpheme when
-/// it holds either.
-pub(super) fn morpheme_fields(fields: &Fields, morphemes: &[String]) -> Vec<[Term; 2]> {
-    morphemes
-        .iter()
-        .map(|m| {
-            [
-                Term::from_field_text(fields.title_morph, m),
-                Term::from_field_text(fields.content_morph, m),
-            ]
-        })
-        .collect()
-}
-
-/// The gram field in which a keyword of up to four characters is one term:
-/// every one but a trigram the generation's `grams3` does not hold (see
-/// `trigrams`).
-pub(super) fn gram_field(fields: &Fields, keyword: &Keyword) -> Option<Field> {
-    match keyword.char_len() {
-        1 => Some(fields.chars),
-        2 => Some(fields.grams2),
-        3 => fields
-            .trigrams
-            .holds(keyword.as_str())
-            .then_some(fields.grams3),
-        4 => Some(fourgram_field(fields, keyword.as_str())),
-        _ => None,
-    }
-}
-
-/// The field that holds the 4-gram `gram`: `grams4`, with positions, or
-/// `grams4_rare` (see `common_grams`).
-pub(super) fn fourgram_field(fields: &Fields, gram: &str) -> Field {
-    match fields.fourgrams.holds(gram) {
-        true => fields.grams4,
-        false => fields.grams4_rare,
-    }
-}
-
-/// How a keyword of five or more characters is matched.
-pub(super) enum Long {
-    /// A slop-0 phrase of the fewest 4-grams with positions that pin every
-    /// character, at their offsets.
-    Phrase(Vec<(usize, Term)>),
-    /// Some character is in no 4-gram with positions: the rows holding
-    /// each of its 4-grams, checked against their text (see `checked`).
-    Checked(Vec<Term>),
-}
-
-impl Long {
-    pub(super) fn of(fields: &Fields, keyword: &str) -> Long {
-        if let Some(cover) = held_cover(keyword, |gram| fields.fourgrams.holds(gram)) {
-            let terms = cover
-                .into_iter()
-                .map(|(offset, gram)| (offset, Term::from_field_text(fields.grams4, &gram)))
-                .collect();
-            return Long::Phrase(terms);
-        }
-        let chars: Vec<char> = keyword.chars().collect();
-        let mut grams: Vec<String> = chars.windows(4).map(|w| w.iter().collect()).collect();
-        grams.sort_unstable();
-        grams.dedup();
-        let terms = grams
-            .iter()
-            .map(|gram| Term::from_field_text(fourgram_field(fields, gram), gram))
-            .collect();
-        Long::Checked(terms)
-    }
-
-    /// Terms every match holds.
-    pub(super) fn terms(&self) -> Vec<Term> {
-        match self {
-            Long::Phrase(terms) => terms.iter().map(|(_, term)| term.clone()).collect(),
-            Long::Checked(terms) => terms.clone(),
-        }
-    }
-}
-
-/// Whether `keyword` is a trigram the generation's `grams3` holds only
-/// where it ends a row's text: a rare one (see `trigrams`).
-pub(super) fn rare_trigram(fields: &Fields, keyword: &Keyword) -> bool {
-    keyword.char_len() == 3 && !fields.trigrams.holds(keyword.as_str())
 }
 
 pub(super) fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -> Box<dyn Query> {
@@ -266,7 +174,7 @@ pub(super) fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -
         None if rare_trigram(fields, keyword) => rare_trigram_query(fields, text),
         None => match Long::of(fields, text) {
             Long::Phrase(terms) => Box::new(PhraseQuery::new_with_offset(terms)),
-            Long::Checked(terms) => {
+            Long::Contains(terms) => {
                 let all = terms
                     .into_iter()
                     .map(|term| {
@@ -279,7 +187,11 @@ pub(super) fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -
                         (Occur::Must, query)
                     })
                     .collect();
-                Box::new(Checked::new(Box::new(BooleanQuery::new(all)), text, fields))
+                Box::new(ContainsQuery::new(
+                    Box::new(BooleanQuery::new(all)),
+                    text,
+                    fields,
+                ))
             }
         },
     }
@@ -308,8 +220,4 @@ fn rare_trigram_query(fields: &Fields, trigram: &str) -> Box<dyn Query> {
         any.push((Occur::Should, starting(fields.grams4_rare)));
     }
     Box::new(BooleanQuery::new(any))
-}
-
-pub(super) fn term_query(field: Field, text: &str, option: IndexRecordOption) -> Box<dyn Query> {
-    Box::new(TermQuery::new(Term::from_field_text(field, text), option))
 }

@@ -5,8 +5,8 @@ use chaja_core::model::Key;
 use chaja_core::sources::SourceId;
 use chaja_core::text::Keyword;
 
-use super::SourceCounts;
 use crate::attributes::{AttrOrder, FacetCounts, NumberRange};
+use crate::caches::SourceCounts;
 use crate::{morph, tag_source};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -68,15 +68,31 @@ pub struct Filter {
 
 impl Filter {
     /// Whether the rows this filter passes depend on their attributes.
-    pub(super) fn reads_attributes(&self) -> bool {
-        !self.attributes.is_empty() || !self.ranges.is_empty()
+    pub fn reads_attributes(&self) -> bool {
+        let Filter {
+            source: _,
+            attributes,
+            from: _,
+            to: _,
+            ranges,
+        } = self;
+        !attributes.is_empty() || !ranges.is_empty()
     }
 
+    /// Whether a row created at `created_at` with `tag` passes the source
+    /// and time bounds; what reads attributes is checked by its columns
+    /// (see `attributes`) or by the query (an attribute's value).
     pub(super) fn accepts(&self, created_at: i64, tag: u64) -> bool {
-        self.source
-            .is_none_or(|source| tag_source(tag) == source.index())
-            && self.from.is_none_or(|from| created_at >= from)
-            && self.to.is_none_or(|to| created_at <= to)
+        let Filter {
+            source,
+            attributes: _,
+            from,
+            to,
+            ranges: _,
+        } = self;
+        source.is_none_or(|source| tag_source(tag) == source.index())
+            && from.is_none_or(|from| created_at >= from)
+            && to.is_none_or(|to| created_at <= to)
     }
 }
 
@@ -159,6 +175,31 @@ impl Sort {
     }
 }
 
+/// Whether the AND of the request's keywords, as typed, is exactly its
+/// matches before its time and source bounds: some keyword, none with a
+/// synonym, no morpheme matching and no attribute filter.
+pub(super) fn plain_and(request: &Request) -> bool {
+    plain_keywords(request) && !request.morph
+}
+
+/// Whether the request's keywords are as typed and nothing but them,
+/// their morphemes and its time and source bounds decide its matches:
+/// some keyword, none with a synonym, and no attribute filter.
+pub(super) fn plain_keywords(request: &Request) -> bool {
+    // The source, the time bounds and the ranges are read by the scan, per
+    // range or per match; an attribute filter is a clause of the query.
+    let Filter {
+        attributes,
+        source: _,
+        from: _,
+        to: _,
+        ranges: _,
+    } = &request.filter;
+    !request.keywords.is_empty()
+        && attributes.is_empty()
+        && (0..request.keywords.len()).all(|i| request.forms(i).nth(1).is_none())
+}
+
 /// What names a search's answer, built from the typed request: keywords,
 /// synonyms, filters, order and match mode. A cursor is bound to
 /// [`SearchKey::query`]; a cached first page is stored under
@@ -218,34 +259,49 @@ pub struct Response {
     pub facets: Vec<FacetCounts>,
 }
 
-/// The keywords and each keyword's synonyms, as text, for keys.
-pub(super) fn words(request: &Request) -> (Vec<&str>, Vec<Vec<&str>>) {
-    let keywords = request.keywords.iter().map(|k| k.as_str()).collect();
-    let synonyms = request
-        .synonyms
-        .iter()
-        .map(|forms| forms.iter().map(|k| k.as_str()).collect())
-        .collect();
-    (keywords, synonyms)
-}
-
 /// What decides which rows match, not their order or the page: keywords,
-/// synonyms, filters and the match mode. Both keys below start from it.
+/// synonyms, filters and the match mode. Both keys start from it.
 pub(super) fn matched_set(request: &Request) -> serde_json::Value {
-    let (keywords, synonyms) = words(request);
-    let f = &request.filter;
+    // Every field named, so that a new one is a compile error here: a
+    // field that decides the rows and is left out of the key would make
+    // cached answers wrong, with no error.
+    let Request {
+        keywords,
+        synonyms,
+        filter,
+        morph,
+        sort: _,
+        offset: _,
+        limit: _,
+        after: _,
+        now: _,
+        facets: _,
+        facet_size: _,
+    } = request;
+    let Filter {
+        source,
+        attributes,
+        from,
+        to,
+        ranges,
+    } = filter;
+    let keywords: Vec<&str> = keywords.iter().map(Keyword::as_str).collect();
+    let synonyms: Vec<Vec<&str>> = synonyms
+        .iter()
+        .map(|forms| forms.iter().map(Keyword::as_str).collect())
+        .collect();
     serde_json::json!([
         keywords,
         synonyms,
-        f.source.map(SourceId::index),
-        f.attributes,
-        f.from,
-        f.to,
-        f.ranges
+        source.map(SourceId::index),
+        attributes,
+        from,
+        to,
+        ranges
             .iter()
-            .map(|r| (&r.name, r.gte, r.lte))
+            .map(|NumberRange { name, gte, lte }| (name, gte, lte))
             .collect::<Vec<_>>(),
-        request.morph
+        morph
     ])
 }
 

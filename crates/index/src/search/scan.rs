@@ -5,25 +5,25 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use tantivy::columnar::Column;
-use tantivy::query::Weight;
-use tantivy::{DocAddress, DocId, DocSet, SegmentReader, Term, TERMINATED};
+use tantivy::query::{Scorer, Weight};
+use tantivy::{DocAddress, DocId, Searcher, SegmentReader, Term, TERMINATED};
 
 use chaja_core::sources::{SourceId, MAX_SOURCES};
 
+use super::bits::deleted_docs;
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
-use super::count::{self, deleted_docs, DeletedDocs, TermBits};
-use super::kept::{self, Sets};
+use super::keyword_count::{self, Sets};
 use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
-use super::{Partial, SourceCounts};
+use super::term_count;
 use crate::attributes::{AttrRequest, SegmentAttrs};
+use crate::caches::{Caches, SourceCounts};
 use crate::columns::SegmentColumns;
 use crate::order;
-use crate::{tag_source, DocSources};
-use crate::{IndexError, Result};
+use crate::tag_source;
+use crate::Result;
 
 /// The recency factor of `sort=relevance`: BM25 × (1 + 0.2 × 2^(−age/180 d)).
 /// A post from today weighs up to 20% more than an equally relevant one
@@ -80,24 +80,41 @@ pub(super) fn time_window(
     start..end.max(start)
 }
 
-/// What a scan answers to: when to stop, and where to count its reads.
+/// How a range's matches past its final top-k are counted.
+pub(super) enum Count {
+    /// Every keyword is one term of up to four characters: their postings'
+    /// intersection is the matches, counted from the postings (see
+    /// `term_count`).
+    Postings(Vec<Term>),
+    /// A keyword longer than four characters, or `match=morph`: the
+    /// matches as sets of documents, counted from kept bitsets where they
+    /// are common (see `keyword_count`).
+    Sets(Sets),
+    /// Anything else (synonyms, an attribute filter): each match visited.
+    Visit,
+}
+
+/// What one scanned range of one segment found.
+#[derive(Default)]
+pub(super) struct Partial {
+    pub(super) counts: SourceCounts,
+    /// Each requested facet's counts by value, when this range counted
+    /// them.
+    pub(super) facets: Vec<Vec<(String, u64)>>,
+    pub(super) top: Vec<(Rank, DocAddress)>,
+}
+
+/// What a scan answers to: when to stop, where to count its reads, and
+/// how the search's plan counts what it does not collect.
 #[derive(Clone, Copy)]
 pub(super) struct Work<'a> {
     /// The segment's columns, opened by the view.
     pub(super) columns: &'a SegmentColumns,
     pub(super) budget: &'a Budget,
-    pub(super) scanned: &'a std::sync::atomic::AtomicU64,
-    pub(super) doc_sources: &'a DocSources,
-    pub(super) attr_arrays: &'a crate::attributes::AttrArrays,
+    pub(super) caches: &'a Caches,
     pub(super) patches: &'a crate::patches::Patches,
-    /// The terms whose postings' intersection is exactly the request's
-    /// matches, when there are such terms (see `count::terms`).
-    pub(super) terms: Option<&'a [Term]>,
-    pub(super) deleted: &'a DeletedDocs,
-    pub(super) term_bits: &'a TermBits,
-    /// The request's matches as sets of documents, when one keyword is
-    /// longer than four characters or morphemes match (see `kept`).
-    pub(super) sets: Option<&'a Sets>,
+    /// How matches past the top-k are counted (see `plan`).
+    pub(super) count: &'a Count,
 }
 
 /// One range of one segment to scan: part of a run of one source.
@@ -115,250 +132,338 @@ pub(super) struct Task {
     pub(super) count_facets: bool,
 }
 
-/// The source position of every document of `segment`, one byte each:
-/// what counting by source reads per match, instead of a 64-bit `tag`
-/// (1 MB for a million documents, kept per segment).
-pub(crate) fn doc_sources(cache: &DocSources, segment: &SegmentReader) -> Result<Arc<[u8]>> {
-    cache
-        .try_get_with(segment.segment_id(), || {
-            let tag = segment.fast_fields().u64("tag")?;
-            let max = segment.max_doc();
-            let mut sources = Vec::with_capacity(max as usize);
-            let mut docs = Vec::with_capacity(4096);
-            let mut tags = vec![None; 4096];
-            for start in (0..max).step_by(4096) {
-                docs.clear();
-                docs.extend(start..max.min(start + 4096));
-                let tags = &mut tags[..docs.len()];
-                tags.fill(None);
-                tag.first_vals(&docs, tags);
-                sources.extend(tags.iter().map(|t| tag_source(t.unwrap_or_default()) as u8));
-            }
-            Ok::<_, tantivy::TantivyError>(Arc::from(sources))
-        })
-        .map_err(|e| IndexError::Tantivy((*e).clone()))
+/// One task of one search: the segment, the range and what to find there.
+pub(super) struct RangeScan<'a> {
+    pub(super) segment: &'a SegmentReader,
+    pub(super) task: &'a Task,
+    pub(super) request: &'a Request,
+    pub(super) work: Work<'a>,
 }
 
-/// Scans a task's range of one segment: counts every match and keeps the
-/// best k. With the range's total known, the scan stops as soon as the
-/// top-k is final. Otherwise the matches after that are counted: from the
-/// postings when one term is the whole query (see `count`), else one by
-/// one.
-pub(super) fn scan(
-    weight: &dyn Weight,
-    segment: &SegmentReader,
-    task: &Task,
-    request: &Request,
-    work: Work,
-) -> std::result::Result<Partial, ScanError> {
-    let Work {
-        columns,
-        budget,
-        scanned: scanned_counter,
-        doc_sources: doc_sources_cache,
-        attr_arrays,
-        patches,
-        terms,
-        deleted,
-        term_bits,
-        sets,
-    } = work;
-    let Task {
-        ord,
-        source: range_source,
-        ref range,
-        known_total,
-        count_facets,
-    } = *task;
-    let range = range.clone();
-    budget.check()?;
-    let now = request.now;
-    let k = request.offset + request.limit;
-    let mut scorer = weight.scorer(segment, 1.0)?;
-    let (created, uid, tag) = (&columns.created, &columns.uid, &columns.tag);
-    let alive = segment.alive_bitset();
-    let filter = &request.filter;
-    let order = match &request.sort {
-        Sort::Attribute(order) => Some(order),
-        _ => None,
-    };
-    let facets: &[String] = if count_facets { &request.facets } else { &[] };
-    let wanted = AttrRequest {
-        ranges: &filter.ranges,
-        order,
-        facets,
-        equalities: &filter.attributes,
-    };
-    let patched = patches.segment(segment.segment_id()).cloned();
-    let mut attrs = SegmentAttrs::open(segment, wanted, attr_arrays, patched)?;
-    // Only newest-first follows the segment order.
-    let can_stop = request.sort == Sort::Recent;
-    if order.is_some() && k > 0 {
-        let sources = doc_sources(doc_sources_cache, segment)?;
+/// The best `k` matches so far, in the requested order, of those ranked
+/// below the request's cursor.
+pub(super) struct TopK {
+    heap: BinaryHeap<Reverse<(Rank, DocId)>>,
+    k: usize,
+    after: Option<Rank>,
+    /// The matches offered that ranked below the cursor, kept or not.
+    pub(super) eligible: u64,
+}
+
+impl TopK {
+    pub(super) fn new(request: &Request) -> TopK {
+        let k = request.offset + request.limit;
+        TopK {
+            heap: BinaryHeap::with_capacity(k + 1),
+            k,
+            after: request.after,
+            eligible: 0,
+        }
+    }
+
+    /// Keeps `doc` if it ranks below the cursor and among the best `k`.
+    pub(super) fn offer(&mut self, rank: Rank, doc: DocId) {
+        if self.after.is_some_and(|after| rank >= after) {
+            return;
+        }
+        self.eligible += 1;
+        offer(&mut self.heap, self.k, (rank, doc));
+    }
+
+    /// The `created_at` of the k-th best, once there are `k`: newest
+    /// first, no later match of a sorted run can enter past it.
+    fn kth_time(&self) -> Option<i64> {
+        match self.heap.len() == self.k {
+            true => self.heap.peek().map(|Reverse((rank, _))| rank.1),
+            false => None,
+        }
+    }
+
+    pub(super) fn into_hits(self, ord: u32) -> Vec<(Rank, DocAddress)> {
+        self.heap
+            .into_iter()
+            .map(|Reverse((rank, doc))| (rank, DocAddress::new(ord, doc)))
+            .collect()
+    }
+}
+
+impl<'a> RangeScan<'a> {
+    pub(super) fn new(
+        searcher: &'a Searcher,
+        task: &'a Task,
+        request: &'a Request,
+        work: Work<'a>,
+    ) -> RangeScan<'a> {
+        RangeScan {
+            segment: searcher.segment_reader(task.ord),
+            task,
+            request,
+            work,
+        }
+    }
+
+    /// The attribute columns the request reads in this segment: its
+    /// ranges, its attribute order, and its facets when this range counts
+    /// them.
+    pub(super) fn attrs(&self) -> Result<SegmentAttrs> {
+        let RangeScan {
+            segment,
+            task,
+            request,
+            work,
+        } = self;
+        let filter = &request.filter;
+        let order = match &request.sort {
+            Sort::Attribute(order) => Some(order),
+            _ => None,
+        };
+        let facets: &[String] = if task.count_facets {
+            &request.facets
+        } else {
+            &[]
+        };
+        let wanted = AttrRequest {
+            ranges: &filter.ranges,
+            order,
+            facets,
+            equalities: &filter.attributes,
+        };
+        let patched = work.patches.segment(segment.segment_id()).cloned();
+        Ok(SegmentAttrs::open(
+            segment,
+            wanted,
+            &work.caches.attr_arrays,
+            patched,
+        )?)
+    }
+
+    /// The one loop that ranks matches: visits `scorer`'s matches from
+    /// the range's start, ranks each alive one that the filter and
+    /// `attrs` accept, offers it to `top`, and hands it with its `tag` to
+    /// `matched`, until the range ends or, newest first, the top-k is
+    /// final (a sorted run has nothing newer past a match older than the
+    /// k-th best; that match is not visited). Returns the first match not
+    /// visited, at or past the range's end when the range was visited
+    /// whole.
+    pub(super) fn collect(
+        &self,
+        scorer: &mut dyn Scorer,
+        attrs: &mut SegmentAttrs,
+        top: &mut TopK,
+        mut matched: impl FnMut(DocId, u64),
+    ) -> std::result::Result<DocId, ScanError> {
+        let RangeScan {
+            segment,
+            task,
+            request,
+            work,
+        } = self;
+        let range = task.range.clone();
+        let (created, uid, tag) = (&work.columns.created, &work.columns.uid, &work.columns.tag);
+        let alive = segment.alive_bitset();
+        // Only newest-first follows the segment order.
+        let can_stop = request.sort == Sort::Recent;
+        let scoring = request.sort == Sort::Relevance;
+        let mut scanned: u64 = 0;
+        let mut until_look: u32 = BUDGET_EVERY_MATCHES;
+        let mut doc = scorer.doc();
+        if doc < range.start {
+            doc = scorer.seek(range.start);
+        }
+        while doc < range.end && top.k > 0 {
+            debug_assert!(doc != TERMINATED);
+            until_look -= 1;
+            if until_look == 0 {
+                until_look = BUDGET_EVERY_MATCHES;
+                if work.budget.exhausted() {
+                    work.caches.scanned.fetch_add(scanned, Ordering::Relaxed);
+                    return Err(ScanError::Stopped);
+                }
+            }
+            if alive.is_some_and(|a| a.is_deleted(doc)) {
+                scanned += 1;
+                doc = scorer.advance();
+                continue;
+            }
+            let created_at = created.first(doc).unwrap_or_default();
+            if can_stop && top.kth_time().is_some_and(|kth| created_at < kth) {
+                break;
+            }
+            scanned += 1;
+            let doc_tag = tag.first(doc).unwrap_or_default();
+            if request.filter.accepts(created_at, doc_tag) && attrs.accepts(doc) {
+                matched(doc, doc_tag);
+                attrs.count(doc);
+                let score = match scoring {
+                    true => with_recency(scorer.score(), created_at, request.now),
+                    false => 0.0,
+                };
+                let doc_uid = uid.first(doc).unwrap_or_default();
+                let first = attrs.rank_part(doc);
+                let r = rank(&request.sort, created_at, doc_uid, doc_tag, score, first);
+                top.offer(r, doc);
+            }
+            doc = scorer.advance();
+        }
+        work.caches.scanned.fetch_add(scanned, Ordering::Relaxed);
+        Ok(doc)
+    }
+
+    /// Scans the task's range: counts every match and keeps the best k.
+    /// With the range's total known, the scan stops as soon as the top-k
+    /// is final. Otherwise the matches after that are counted as the plan
+    /// says: from the postings or kept bitsets where they can be, else one
+    /// by one.
+    pub(super) fn scan(&self, weight: &dyn Weight) -> std::result::Result<Partial, ScanError> {
+        let RangeScan {
+            segment,
+            task,
+            request,
+            work,
+        } = self;
+        let Task {
+            ord,
+            source: range_source,
+            ref range,
+            known_total,
+            count_facets: _,
+        } = **task;
+        work.budget.check()?;
+        let k = request.offset + request.limit;
+        let mut scorer = weight.scorer(segment, 1.0)?;
+        let alive = segment.alive_bitset();
+        let filter = &request.filter;
+        let mut attrs = self.attrs()?;
+        if let Sort::Attribute(_) = request.sort {
+            if k > 0 {
+                return self.by_attribute(&mut *scorer, &mut attrs);
+            }
+        }
+        let mut top = TopK::new(request);
+        let mut counts: SourceCounts = [0; MAX_SOURCES];
+        let doc = self.collect(&mut *scorer, &mut attrs, &mut top, |_, tag| {
+            counts[tag_source(tag)] += 1;
+        })?;
+        // The remaining matches of keywords that are one term each are
+        // counted from their postings when nothing but the range decides
+        // what counts.
+        let mut counted = doc >= range.end;
+        if !counted && known_total.is_none() && attrs.is_empty() {
+            let rest = doc..range.end;
+            let found = match work.count {
+                Count::Postings(terms) => {
+                    let gone = deleted_docs(&work.caches.deleted, segment);
+                    let bits = &work.caches.term_bits;
+                    term_count::in_range(segment, terms, rest, &gone, bits)?
+                }
+                Count::Sets(sets) => {
+                    let gone = deleted_docs(&work.caches.deleted, segment);
+                    // The run of the range's source, which holds the range.
+                    let run = work
+                        .columns
+                        .runs
+                        .iter()
+                        .find(|(source, _)| *source == range_source)
+                        .map_or(0..segment.max_doc(), |(_, run)| run.clone());
+                    keyword_count::in_range(
+                        segment,
+                        sets,
+                        run,
+                        rest,
+                        &gone,
+                        work.caches,
+                        work.budget,
+                    )?
+                }
+                Count::Visit => None,
+            };
+            if let Some(n) = found {
+                counts[range_source] += n;
+                counted = true;
+            }
+        }
+        if !counted && (known_total.is_none() || attrs.has_facets()) {
+            let sources = work.caches.doc_sources(segment)?;
+            let per_match = (!attrs.is_empty()).then_some(&mut attrs);
+            let visited = count_rest(
+                &mut *scorer,
+                range.end,
+                alive,
+                &sources,
+                filter.source,
+                &mut counts,
+                per_match,
+                work.budget,
+            );
+            let stopped = visited.is_err();
+            let visited = visited.unwrap_or_else(|visited| visited);
+            work.caches.scanned.fetch_add(visited, Ordering::Relaxed);
+            if stopped {
+                return Err(ScanError::Stopped);
+            }
+        }
+        Ok(Partial {
+            counts: known_total.unwrap_or(counts),
+            facets: attrs.facet_values()?,
+            top: top.into_hits(ord),
+        })
+    }
+
+    /// `sort=attr.<name>`: every match ranked by its number (see
+    /// [`by_attribute`]).
+    fn by_attribute(
+        &self,
+        scorer: &mut dyn Scorer,
+        attrs: &mut SegmentAttrs,
+    ) -> std::result::Result<Partial, ScanError> {
+        let RangeScan {
+            segment,
+            task,
+            request,
+            work,
+        } = self;
+        let sources = work.caches.doc_sources(segment)?;
         let mut ranked = Ranked {
             sort: &request.sort,
-            top: BinaryHeap::with_capacity(k + 1),
-            k,
+            top: BinaryHeap::with_capacity(request.offset + request.limit + 1),
+            k: request.offset + request.limit,
             after: request.after,
             counts: [0; MAX_SOURCES],
         };
-        if scorer.doc() < range.start {
-            scorer.seek(range.start);
+        if scorer.doc() < task.range.start {
+            scorer.seek(task.range.start);
         }
         let visited = by_attribute(
-            &mut *scorer,
-            range.end,
-            alive,
+            scorer,
+            task.range.end,
+            segment.alive_bitset(),
             &sources,
-            filter.source,
-            &mut attrs,
-            columns,
+            request.filter.source,
+            attrs,
+            work.columns,
             &mut ranked,
-            budget,
+            work.budget,
         );
-        let visited = match visited {
-            Ok(visited) => visited,
-            Err(visited) => {
-                scanned_counter.fetch_add(visited, Ordering::Relaxed);
-                return Err(ScanError::Stopped);
-            }
-        };
-        scanned_counter.fetch_add(visited, Ordering::Relaxed);
-        return Ok(Partial {
-            counts: known_total.unwrap_or(ranked.counts),
+        let stopped = visited.is_err();
+        let visited = visited.unwrap_or_else(|visited| visited);
+        work.caches.scanned.fetch_add(visited, Ordering::Relaxed);
+        if stopped {
+            return Err(ScanError::Stopped);
+        }
+        Ok(Partial {
+            counts: task.known_total.unwrap_or(ranked.counts),
             facets: attrs.facet_values()?,
             top: ranked
                 .top
                 .into_iter()
-                .map(|Reverse((r, doc))| (r, DocAddress::new(ord, doc)))
+                .map(|Reverse((r, doc))| (r, DocAddress::new(task.ord, doc)))
                 .collect(),
-        });
+        })
     }
-
-    let mut top: BinaryHeap<Reverse<(Rank, DocId)>> = BinaryHeap::with_capacity(k + 1);
-    let mut counts: SourceCounts = [0; MAX_SOURCES];
-    let mut scanned: u64 = 0;
-    let mut until_look: u32 = BUDGET_EVERY_MATCHES;
-    let mut doc = scorer.doc();
-    if doc < range.start {
-        doc = scorer.seek(range.start);
-    }
-    // Collecting: every match is ranked until the top-k is final.
-    let mut counting_only = k == 0;
-    while !counting_only && doc < range.end {
-        debug_assert!(doc != TERMINATED);
-        scanned += 1;
-        until_look -= 1;
-        if until_look == 0 {
-            until_look = BUDGET_EVERY_MATCHES;
-            if budget.exhausted() {
-                scanned_counter.fetch_add(scanned, Ordering::Relaxed);
-                return Err(ScanError::Stopped);
-            }
-        }
-        if alive.is_some_and(|a| a.is_deleted(doc)) {
-            doc = scorer.advance();
-            continue;
-        }
-        let created_at = created.first(doc).unwrap_or_default();
-        let doc_tag = tag.first(doc).unwrap_or_default();
-        if can_stop && top.len() == k {
-            let kth = top.peek().map_or(i64::MIN, |Reverse((r, _))| r.1);
-            if created_at < kth {
-                // Sorted segment: nothing from here on can enter the top;
-                // this match and the rest are only counted (and visited
-                // there).
-                scanned -= 1;
-                counting_only = true;
-                break;
-            }
-        }
-        if filter.accepts(created_at, doc_tag) && attrs.accepts(doc) {
-            counts[tag_source(doc_tag)] += 1;
-            attrs.count(doc);
-            let score = if request.sort == Sort::Relevance {
-                with_recency(scorer.score(), created_at, now)
-            } else {
-                0.0
-            };
-            let doc_uid = uid.first(doc).unwrap_or_default();
-            let first = attrs.rank_part(doc);
-            let r = rank(&request.sort, created_at, doc_uid, doc_tag, score, first);
-            if request.after.is_none_or(|after| r < after) {
-                offer(&mut top, k, (r, doc));
-            }
-        }
-        doc = scorer.advance();
-    }
-    // The remaining matches of keywords that are one term each are counted
-    // from their postings when nothing but the range decides what counts.
-    let mut counted = false;
-    if counting_only && known_total.is_none() && attrs.is_empty() && doc < range.end {
-        if let Some(terms) = terms {
-            let gone = deleted_docs(deleted, segment);
-            if let Some(n) = count::in_range(segment, terms, doc..range.end, &gone, term_bits)? {
-                counts[range_source] += n;
-                counted = true;
-            }
-        } else if let Some(sets) = sets {
-            let gone = deleted_docs(deleted, segment);
-            // The run of the range's source, which holds the range.
-            let run = columns
-                .runs
-                .iter()
-                .find(|(source, _)| *source == range_source)
-                .map_or(0..segment.max_doc(), |(_, run)| run.clone());
-            let range = doc..range.end;
-            let kept = kept::in_range(
-                segment,
-                sets,
-                run,
-                range,
-                &gone,
-                term_bits,
-                budget,
-                scanned_counter,
-            );
-            if let Some(n) = kept? {
-                counts[range_source] += n;
-                counted = true;
-            }
-        }
-    }
-    if counting_only && !counted && (known_total.is_none() || attrs.has_facets()) {
-        let sources = doc_sources(doc_sources_cache, segment)?;
-        let per_match = (!attrs.is_empty()).then_some(&mut attrs);
-        let counted = count_rest(
-            &mut *scorer,
-            range.end,
-            alive,
-            &sources,
-            filter.source,
-            &mut counts,
-            per_match,
-            budget,
-        );
-        match counted {
-            Ok(visited) => scanned += visited,
-            Err(visited) => {
-                scanned_counter.fetch_add(scanned + visited, Ordering::Relaxed);
-                return Err(ScanError::Stopped);
-            }
-        }
-    }
-    scanned_counter.fetch_add(scanned, Ordering::Relaxed);
-    Ok(Partial {
-        counts: known_total.unwrap_or(counts),
-        facets: attrs.facet_values()?,
-        top: top
-            .into_iter()
-            .map(|Reverse((r, doc))| (r, DocAddress::new(ord, doc)))
-            .collect(),
-    })
 }
 
 /// Keeps `entry` if it is among the best `k` so far.
-pub(super) fn offer(top: &mut BinaryHeap<Reverse<(Rank, DocId)>>, k: usize, entry: (Rank, DocId)) {
+fn offer(top: &mut BinaryHeap<Reverse<(Rank, DocId)>>, k: usize, entry: (Rank, DocId)) {
     if top.len() < k {
         top.push(Reverse(entry));
     } else if top.peek().is_some_and(|Reverse(min)| entry > *min) {

@@ -12,7 +12,7 @@
 //! twice. At 1M rows, relevance over two words with a frequent one was the
 //! tail of the first queries.
 //!
-//! [`ScoredByTerms`] matches exactly the set's rows and scores a row only
+//! [`ScoredByTermsQuery`] matches exactly the set's rows and scores a row only
 //! when asked: each term's scorer is moved to that row (a seek within a
 //! decoded block, mostly) and scores it if it holds the term. The set is
 //! read with scoring off, so a phrase stops at its first occurrence in a
@@ -27,24 +27,24 @@ use tantivy::{DocId, DocSet, Score, SegmentReader};
 /// The rows of `set`, scored by the sum of `terms`' BM25 scores, each times
 /// its boost.
 #[derive(Debug)]
-pub(super) struct ScoredByTerms {
+pub(super) struct ScoredByTermsQuery {
     set: Box<dyn Query>,
     terms: Vec<(Term, Score)>,
 }
 
-impl ScoredByTerms {
-    pub(super) fn new(set: Box<dyn Query>, terms: Vec<(Term, Score)>) -> ScoredByTerms {
-        ScoredByTerms { set, terms }
+impl ScoredByTermsQuery {
+    pub(super) fn new(set: Box<dyn Query>, terms: Vec<(Term, Score)>) -> ScoredByTermsQuery {
+        ScoredByTermsQuery { set, terms }
     }
 }
 
-impl Clone for ScoredByTerms {
-    fn clone(&self) -> ScoredByTerms {
-        ScoredByTerms::new(self.set.box_clone(), self.terms.clone())
+impl Clone for ScoredByTermsQuery {
+    fn clone(&self) -> ScoredByTermsQuery {
+        ScoredByTermsQuery::new(self.set.box_clone(), self.terms.clone())
     }
 }
 
-impl Query for ScoredByTerms {
+impl Query for ScoredByTermsQuery {
     fn weight(&self, enable_scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
         let unscored = match enable_scoring {
             EnableScoring::Enabled { searcher, .. } => {
@@ -61,7 +61,7 @@ impl Query for ScoredByTerms {
                 Ok((query.weight(enable_scoring)?, *boost))
             })
             .collect::<tantivy::Result<_>>()?;
-        Ok(Box::new(ScoredWeight { set, terms }))
+        Ok(Box::new(ScoredByTermsWeight { set, terms }))
     }
 
     fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
@@ -72,12 +72,12 @@ impl Query for ScoredByTerms {
     }
 }
 
-struct ScoredWeight {
+struct ScoredByTermsWeight {
     set: Box<dyn Weight>,
     terms: Vec<(Box<dyn Weight>, Score)>,
 }
 
-impl Weight for ScoredWeight {
+impl Weight for ScoredByTermsWeight {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         let set = self.set.scorer(reader, 1.0)?;
         let terms = self
@@ -85,7 +85,7 @@ impl Weight for ScoredWeight {
             .iter()
             .map(|(weight, own)| weight.scorer(reader, boost * own))
             .collect::<tantivy::Result<_>>()?;
-        Ok(Box::new(ScoredScorer { set, terms }))
+        Ok(Box::new(ScoredByTermsScorer { set, terms }))
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
@@ -102,14 +102,14 @@ impl Weight for ScoredWeight {
     }
 }
 
-struct ScoredScorer {
+struct ScoredByTermsScorer {
     set: Box<dyn Scorer>,
     /// Each only ever moves forward, to the row being scored: the rows are
     /// visited in order, and a row never scored is never read.
     terms: Vec<Box<dyn Scorer>>,
 }
 
-impl DocSet for ScoredScorer {
+impl DocSet for ScoredByTermsScorer {
     fn advance(&mut self) -> DocId {
         self.set.advance()
     }
@@ -131,7 +131,7 @@ impl DocSet for ScoredScorer {
     }
 }
 
-impl Scorer for ScoredScorer {
+impl Scorer for ScoredByTermsScorer {
     fn score(&mut self) -> Score {
         let doc = self.set.doc();
         let mut score = 0.0;
@@ -257,7 +257,7 @@ mod tests {
                     morph_query(fields, &morphemes, Occur::Should),
                 ),
             ]);
-            let ours = ScoredByTerms::new(set, morph_terms(fields, &morphemes));
+            let ours = ScoredByTermsQuery::new(set, morph_terms(fields, &morphemes));
             let (want, got) = (scored(&generation, &reference), scored(&generation, &ours));
             for (want, got) in want.iter().zip(&got) {
                 let docs = |s: &[(DocId, Score)]| s.iter().map(|(d, _)| *d).collect::<Vec<_>>();

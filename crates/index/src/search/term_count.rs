@@ -30,48 +30,20 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use tantivy::index::{InvertedIndexReader, SegmentId};
-use tantivy::postings::BlockSegmentPostings;
+use tantivy::index::InvertedIndexReader;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, SegmentReader, Term};
 
-use super::query::gram_field;
-use super::request::Request;
+use super::bits::{alive_in, fill, DENSE_RATIO};
+use super::request::{plain_and, Filter, Request};
+use super::terms::gram_field;
+use crate::caches::TermBits;
 use crate::schema::Fields;
 use crate::Result;
-
-/// The deleted doc ids of a segment, ascending, by segment and delete
-/// count: a segment's deletions only grow, and each count has one list.
-pub(crate) type DeletedDocs = moka::sync::Cache<(SegmentId, u32), Arc<[DocId]>>;
-
-/// The documents of common terms and keywords as bitsets, bounded by their
-/// bytes: by segment, the documents the bitset covers, and the term (see
-/// [`anded`] and `kept`). A bitset's first word is the one of its first
-/// document: a term's covers its whole segment, a long keyword's one run
-/// of a source (see `order`), so that a segment's runs are found in
-/// parallel.
-pub(crate) type TermBits = moka::sync::Cache<BitsKey, Arc<[u64]>>;
-
-/// A kept bitset's key: its segment, the documents it covers, its term.
-pub(crate) type BitsKey = (SegmentId, Range<DocId>, Term);
-
-/// The most bytes of [`TermBits`] a generation keeps: a term's or a long
-/// keyword's bitsets take one bit per document, 122 KiB over a 1M-row
-/// index, so about four thousand of them there. Never-seen queries at 1M
-/// rows ran 1.12× faster than with 128 MiB, where long keywords evicted
-/// common terms that the next queries decoded again; 1 GiB gained nothing
-/// more.
-pub(crate) const TERM_BITS_BYTES: u64 = 512 << 20;
 
 /// A deleted document in the range costs a seek, a match a visit: past one
 /// deleted document per this many matches, visiting is cheaper.
 const SEEKS_PER_MATCH: u64 = 16;
-
-/// Terms of an AND are decoded into bitsets only when the rarest is in at
-/// least one document of this many of the range (tantivy's dense
-/// intersection takes the same ratio); below it, seeking from the rarest
-/// term's matches reads less.
-pub(super) const DENSE_RATIO: u64 = 32;
 
 /// The terms whose postings' intersection is exactly the request's matches
 /// before its time and source bounds: every keyword of up to four
@@ -93,57 +65,6 @@ pub(super) fn terms(fields: &Fields, request: &Request) -> Option<Vec<Term>> {
         .collect()
 }
 
-/// Whether the AND of the request's keywords, as typed, is exactly its
-/// matches before its time and source bounds: some keyword, none with a
-/// synonym, no morpheme matching and no attribute filter.
-pub(super) fn plain_and(request: &Request) -> bool {
-    plain_keywords(request) && !request.morph
-}
-
-/// Whether the request's keywords are as typed and nothing but them,
-/// their morphemes and its time and source bounds decide its matches:
-/// some keyword, none with a synonym, and no attribute filter.
-pub(super) fn plain_keywords(request: &Request) -> bool {
-    !request.keywords.is_empty()
-        && request.filter.attributes.is_empty()
-        && (0..request.keywords.len()).all(|i| request.forms(i).nth(1).is_none())
-}
-
-/// The words `words` of `term`'s bitset in `segment` (word 0 is documents
-/// 0 to 63): read from its whole segment's bitset when kept, which is kept
-/// first when `keep` and the term is in a document of [`DENSE_RATIO`] or
-/// more; otherwise decoded for these words only.
-pub(super) fn term_words(
-    segment: &SegmentReader,
-    term: &Term,
-    words: Range<usize>,
-    keep: bool,
-    bits: &TermBits,
-) -> Result<Vec<u64>> {
-    let max_doc = segment.max_doc();
-    let key = (segment.segment_id(), 0..max_doc, term.clone());
-    if let Some(held) = bits.get(&key) {
-        return Ok(held[words].to_vec());
-    }
-    let inverted = segment.inverted_index(term.field())?;
-    let Some(info) = inverted.get_term_info(term)? else {
-        return Ok(vec![0; words.len()]);
-    };
-    let mut postings =
-        inverted.read_block_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
-    if keep && u64::from(info.doc_freq) * DENSE_RATIO >= u64::from(max_doc) {
-        let mut whole = vec![0u64; max_doc.div_ceil(64) as usize];
-        fill(&mut postings, &(0..max_doc), &mut whole);
-        let part = whole[words].to_vec();
-        bits.insert(key, whole.into());
-        return Ok(part);
-    }
-    let mut part = vec![0u64; words.len()];
-    let docs = words.start as DocId * 64..(words.end as DocId * 64).min(max_doc);
-    fill(&mut postings, &docs, &mut part);
-    Ok(part)
-}
-
 /// Whether a newest-first request's totals, in any time window, are
 /// counted from its postings rather than by visiting its matches: one
 /// keyword of up to four characters and nothing that reads attributes.
@@ -152,23 +73,21 @@ pub(super) fn term_words(
 /// the term's postings is visited instead, until a merge drops them: this
 /// says what a request usually costs, for scheduling, not a bound.)
 pub fn counts_without_visiting(request: &Request) -> bool {
+    // The source and the time bounds are ranges, which the postings count;
+    // attribute filters and ranges read columns per match.
+    let Filter {
+        source: _,
+        attributes,
+        from: _,
+        to: _,
+        ranges,
+    } = &request.filter;
     matches!(request.keywords.as_slice(), [keyword] if keyword.char_len() <= 4)
         && request.forms(0).nth(1).is_none()
         && !request.morph
-        && !request.filter.reads_attributes()
+        && attributes.is_empty()
+        && ranges.is_empty()
         && request.facets.is_empty()
-}
-
-/// The deleted doc ids of `segment`, ascending (empty when it has none).
-pub(super) fn deleted_docs(cache: &DeletedDocs, segment: &SegmentReader) -> Arc<[DocId]> {
-    let Some(alive) = segment.alive_bitset() else {
-        return Arc::from([]);
-    };
-    cache.get_with((segment.segment_id(), segment.num_deleted_docs()), || {
-        (0..segment.max_doc())
-            .filter(|&doc| alive.is_deleted(doc))
-            .collect()
-    })
 }
 
 /// The alive documents of `range` that hold every term, from the postings;
@@ -295,63 +214,6 @@ fn anded(
     Ok(alive_in(all, &range, gone))
 }
 
-/// The documents of non-empty `range` whose bits are set in `all`, less
-/// those in `gone` (deleted, within the range): `all` holds the words from
-/// the one of the range's first document to the one of its last, the
-/// sets' bitsets ANDed, so bits outside the range are masked first.
-pub(super) fn alive_in(mut all: Vec<u64>, range: &Range<DocId>, gone: &[DocId]) -> u64 {
-    let first = range.start / 64 * 64;
-    let last = all.len() - 1;
-    all[0] &= !0u64 << (range.start % 64);
-    if !range.end.is_multiple_of(64) {
-        all[last] &= (1u64 << (range.end % 64)) - 1;
-    }
-    for &doc in gone {
-        let bit = doc - first;
-        all[(bit / 64) as usize] &= !(1u64 << (bit % 64));
-    }
-    all.iter().map(|w| u64::from(w.count_ones())).sum()
-}
-
-/// Sets the bit of each of the postings' documents within `range`, in
-/// `bits`, all zero before.
-///
-/// The postings are sorted, so each word of `bits` is filled by one run
-/// of documents: the word being filled is kept in a register and stored
-/// whole after each document, never read back. Or-ing each bit into
-/// memory made every document wait for the store of the one before (this
-/// loop was a tenth of the server's time under never-seen queries at 1M
-/// rows), and storing only when the word changed was a branch the
-/// processor could not predict for terms with a few documents per word.
-/// A block's documents past the range (or its padding) are cut once per
-/// block, so the loop itself has no test but its own end.
-fn fill(blocks: &mut BlockSegmentPostings, range: &Range<DocId>, bits: &mut [u64]) {
-    let mut from = blocks.seek(range.start);
-    let (mut at, mut word) = (0usize, 0u64);
-    loop {
-        let docs = blocks.docs();
-        // Sorted, and the padding of the last block is TERMINATED.
-        let end = docs.partition_point(|&doc| doc < range.end);
-        if from >= end {
-            break;
-        }
-        for &doc in &docs[from..end] {
-            let bit = doc - range.start;
-            let here = (bit / 64) as usize;
-            // A new word starts empty: no branch, a conditional move.
-            word = if here == at { word } else { 0 };
-            word |= 1u64 << (bit % 64);
-            bits[here] = word;
-            at = here;
-        }
-        if end < docs.len() {
-            break;
-        }
-        blocks.advance();
-        from = 0;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use chaja_core::model::{Doc, Key};
@@ -360,6 +222,7 @@ mod tests {
 
     use super::*;
     use crate::create_generation;
+    use crate::search::bits::deleted_docs;
     use crate::tests::int_key as key;
 
     /// 3,000 rows of two sources, `가` in four of every five, `마` in two
@@ -438,7 +301,7 @@ mod tests {
             let mut subtracted = 0;
             let mut anded = 0;
             for segment in searcher.segment_readers() {
-                let gone = deleted_docs(&generation.deleted, segment);
+                let gone = deleted_docs(&generation.caches.deleted, segment);
                 assert_eq!(gone.len() as u32, segment.num_deleted_docs());
                 let runs = crate::order::runs(segment).unwrap();
                 assert_eq!(runs.len(), 2, "a run per source");
@@ -452,7 +315,7 @@ mod tests {
                                 std::slice::from_ref(&term),
                                 range.clone(),
                                 &gone,
-                                &generation.term_bits,
+                                &generation.caches.term_bits,
                             )
                             .unwrap()
                             {
@@ -470,7 +333,7 @@ mod tests {
                                 &both,
                                 range.clone(),
                                 &gone,
-                                &generation.term_bits,
+                                &generation.caches.term_bits,
                             )
                             .unwrap();
                             assert_eq!(got, Some(want), "{range:?}: both terms are dense");
@@ -488,9 +351,9 @@ mod tests {
             assert!(anded > 0, "no AND had deletions to clear");
             // Each segment's two terms were decoded once and kept: the
             // ranges after the first read their bitsets.
-            generation.term_bits.run_pending_tasks();
+            generation.caches.term_bits.run_pending_tasks();
             let segments = searcher.segment_readers().len() as u64;
-            assert_eq!(generation.term_bits.entry_count(), 2 * segments);
+            assert_eq!(generation.caches.term_bits.entry_count(), 2 * segments);
         }
     }
 
@@ -532,7 +395,7 @@ mod tests {
                 std::slice::from_ref(&term),
                 0..segment.max_doc(),
                 &[],
-                &generation.term_bits,
+                &generation.caches.term_bits,
             )
             .unwrap();
             assert_eq!(found, Some(0));
