@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The `abuse` benchmark in BENCHMARKS.md: 50 normal search users alone, then
+# The `abuse` benchmark (docs/benchmarks/008-abusive-clients.md): 50 normal search users alone, then
 # beside 50 abusers (random from/to, deep pages of 100, random order, each
 # under an address of its own), against one server. The server trusts the
 # load generator on loopback as a proxy, so each abuser is a client of its

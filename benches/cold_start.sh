@@ -2,8 +2,8 @@
 # A restart on a cold page cache: drops the kernel's page cache (root
 # only), starts `chaja serve`, times how long until /readyz says ready
 # (the server reads the index into the page cache first, see
-# src/index/warm.rs), then sends never-seen queries from one user and
-# prints the slowest. BENCHMARKS.md, "The long tail at 1M rows".
+# crates/index/src/warm.rs), then sends never-seen queries from one user and
+# prints the slowest. docs/benchmarks/012-long-tail-1m.md.
 #
 #   DATABASE_URL=mysql://root@127.0.0.1:3306/chaja_bench1m \
 #   CHAJA_INDEX_DIR=/path/to/index bash benches/cold_start.sh [run-time-seconds]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The load-test benchmarks in BENCHMARKS.md: chaja serving a seeded MySQL,
+# The load-test benchmarks (docs/benchmarks/003-load-tests-1m.md and
+# 004-load-tests-100k.md): chaja serving a seeded MySQL,
 # driven by `chaja loadtest` on the same machine, uncached and cached.
 #
 #   DATABASE_URL=mysql://root@127.0.0.1:3306/chaja_bench1m \

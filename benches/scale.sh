@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scale-out run in BENCHMARKS.md: `chaja loadtest --scenario mixed`
+# The scale-out run (docs/benchmarks/013-scale-out-on-one-machine.md): `chaja loadtest --scenario mixed`
 # against HAProxy in front of 3 chaja replicas (deploy/local-cluster.sh: a
 # MariaDB primary and GTID replica, a 3-master Redis Cluster with replicas),
 # all on this machine. First a run with nothing failing, then never-seen

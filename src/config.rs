@@ -258,7 +258,7 @@ pub struct StoreArgs {
     /// 0 the index is smaller, and a keyword of five or more characters
     /// with a rarer 4-gram reads its candidates' text: at 100k rows, 0.03
     /// made it 24% smaller and 0.1 32%, with first queries' p99 10 and 28
-    /// times slower (BENCHMARKS.md, issue 28). Only a rebuild applies it.
+    /// times slower (docs/benchmarks/047-fourgrams-without-positions.md). Only a rebuild applies it.
     #[arg(
         long = "fourgram-positions-share",
         env = "CHAJA_FOURGRAM_POSITIONS_SHARE",
@@ -539,7 +539,7 @@ pub struct LimitArgs {
     /// Searches the cache does not answer that run at once; the rest wait
     /// their turn in arrival order. Default: four per core (at 1M rows on
     /// 2 cores, 8 kept the throughput of no limit with a fifth of its p99;
-    /// 4 lost a tenth of it; BENCHMARKS.md).
+    /// 4 lost a tenth of it; docs/benchmarks/026-search-turns-and-shedding.md).
     #[arg(long, env = "CHAJA_SEARCH_TURNS")]
     pub search_turns: Option<usize>,
 

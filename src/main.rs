@@ -17,7 +17,7 @@ use chaja_store::Db;
 /// The system allocator gets no huge pages here (the kernel gives them
 /// only where asked, with `madvise`, as on Debian), and jemalloc alone,
 /// without them, was no faster. With them, 100k rows rebuilt in 0.81×
-/// the time and CPU (BENCHMARKS.md, "huge pages for the indexing
+/// the time and CPU (docs/benchmarks/037-huge-pages-for-indexing-thread.md; "huge pages for the indexing
 /// thread"), and never-seen searches ran as before.
 #[cfg(target_os = "linux")]
 #[global_allocator]

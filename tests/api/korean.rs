@@ -386,7 +386,7 @@ async fn without_a_dictionary_search_runs_on_ngrams_and_says_how_to_add_one() {
 /// and without `match=morph`, for three analyzers: plain words (no
 /// dictionary), mecab-ko-dic, and mecab-ko-dic with a user dictionary of
 /// the loanwords it splits. Each runs in a real server of its own. Prints
-/// the table BENCHMARKS.md records; fails if the dictionary stops helping.
+/// the table docs/benchmarks/011-relevance-hand-judged-set.md records; fails if the dictionary stops helping.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relevance_set_ndcg_with_and_without_the_dictionary() {
     let set: Value = serde_json::from_str(include_str!("../relevance/set.json")).unwrap();

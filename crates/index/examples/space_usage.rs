@@ -1,5 +1,6 @@
 //! Where an index's bytes go, per field and per component, summed over its
-//! segments: what BENCHMARKS.md's size breakdown comes from.
+//! segments: what the size breakdown in docs/benchmarks/021-index-bytes-by-field.md
+//! comes from.
 //!
 //! `cargo run --release -p chaja-index --example space_usage -- <CHAJA_INDEX_DIR>/gen-NNNNNN`
 

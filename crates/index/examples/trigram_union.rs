@@ -1,7 +1,7 @@
 //! What a 3-character keyword would cost without the `grams3` field: the
 //! rows that hold it, found as the union of the 4-grams that start with it
 //! (the text's last trigram aside, which starts no 4-gram). One point of
-//! the size/rebuild/latency curve in BENCHMARKS.md. Searches find the rare
+//! the size/rebuild/latency curve (docs/benchmarks/044-every-target-and-gram-field-costs.md). Searches find the rare
 //! trigrams this way (see `trigrams`); the example times it for every
 //! trigram, on an index whose `grams3` holds them all.
 //!

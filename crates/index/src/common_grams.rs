@@ -44,8 +44,7 @@ use crate::Result;
 
 /// The share of the sampled rows a trigram must be in to be common.
 /// Commoner than this, a union of its 4-grams costs more than its own
-/// postings: at 1M rows, trigrams in 3% of the rows or more took 7 ms or
-/// more as unions, those below p99 0.32 ms (BENCHMARKS.md, issue 28).
+/// postings (docs/benchmarks/044-every-target-and-gram-field-costs.md).
 pub const COMMON_SHARE: f64 = 0.03;
 
 /// How many rows a rebuild counts grams over.
@@ -59,9 +58,8 @@ pub const MIN_SAMPLE_ROWS: usize = 500;
 /// The share of a rebuild's sampled rows a 4-gram must be in to keep its
 /// positions in `grams4`; 0, the default, keeps every 4-gram's. Above 0,
 /// the index is smaller and a long keyword with a rarer 4-gram is checked
-/// against its candidates' text: size traded for latency (at 100k rows,
-/// 0.1 made the index 32% smaller and first queries' p99 28 times slower;
-/// BENCHMARKS.md, issue 28).
+/// against its candidates' text: size traded for latency
+/// (docs/benchmarks/047-fourgrams-without-positions.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PositionsShare(f64);
 

@@ -497,7 +497,7 @@ impl Generation {
     /// 48 segments of 18,000 rows became 6, and those merges took a tenth
     /// of its CPU. With 1 GiB a thread, a rebuild writes ten alike
     /// segments of about 90,000 rows and merges none: 488–534 s against
-    /// 539–605 s in three alternated pairs (BENCHMARKS.md, issue 28).
+    /// 539–605 s in three alternated pairs (docs/benchmarks/046-rebuild-without-merges.md).
     ///
     /// tantivy refuses less than 15 MB per thread (its
     /// `MEMORY_BUDGET_NUM_BYTES_MIN`, not exported) and more than 8 threads.

@@ -71,7 +71,7 @@ impl Morphemes {
 /// different: a round of 2,000 on one thread waits on it for as long again
 /// as the rows' analysis took, while the other core idles. On two threads
 /// 20,000 text edits were applied at 995–1,019 rows/s against 848–857 on
-/// one (BENCHMARKS.md, issue 27).
+/// one (docs/benchmarks/036-text-edits-on-two-indexing-threads.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Pace {
     /// Changes as they come: a round's operations are held and handed

@@ -147,7 +147,7 @@ pub async fn reindex_locked(
     // two indexing threads of 256 MB each, against 59 s with one, and 53
     // s with two of 128 MB (twice the segments, merged at the end); 58 s
     // against 61 s with no sentence cached, when the analysis is what
-    // waits (BENCHMARKS.md, issue 28). At 1M rows, 1 GiB a thread and no
+    // waits (docs/benchmarks/041-sentences-analysed-once.md). At 1M rows, 1 GiB a thread and no
     // merges took 488–534 s against 539–605 s with 256 MiB and tantivy's
     // merges, in three alternated pairs.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());

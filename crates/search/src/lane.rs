@@ -30,7 +30,7 @@ use crate::turns::Turns;
 ///
 /// Facets are not heavy by themselves: they are counted in the pass that
 /// counts the total and kept per segment alike, so a faceted query costs
-/// about what the same query without facets does (BENCHMARKS.md).
+/// about what the same query without facets does (docs/benchmarks/019-facets-ranges-attribute-sort.md).
 ///
 /// A newest-first page, first or by cursor, costs its own size once its
 /// totals are known (they are counted once per segment and kept): it is

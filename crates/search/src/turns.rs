@@ -10,7 +10,7 @@
 //! then has the cores: its latency is the line plus its own cost, the
 //! same line for cheap and expensive ones. With 8 turns on 2 cores the
 //! same run kept its throughput, with a p99 of 0.3 s and a max of 0.4 s
-//! (BENCHMARKS.md).
+//! (docs/benchmarks/026-search-turns-and-shedding.md).
 //!
 //! The line is bounded. A search that would wait behind `max_waiting`
 //! others is refused at once with [`SearchError::Overloaded`] (a 503 with

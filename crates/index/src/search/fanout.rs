@@ -9,7 +9,7 @@
 //! asking thread sleeps until the last one is done, for every search.
 //! There the tasks run on the asking thread instead, one after another.
 //! Never-seen queries at 100 users on 2 cores ran about 5% faster that
-//! way (BENCHMARKS.md, "one thread per search when the cores are busy").
+//! way (docs/benchmarks/043-one-thread-per-search-when-busy.md).
 //! The answer is the same either way.
 
 use rayon::prelude::*;
