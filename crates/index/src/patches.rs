@@ -317,7 +317,26 @@ impl Tracker {
 
     /// The patches of `searcher`'s segments. Blocking: reads the new
     /// segments' patches and finds the documents of rows patched anew.
+    ///
+    /// All or nothing: a step records what it saw (a segment's delete
+    /// count, say) before the reads that may fail, and a step cut short
+    /// would leave a patch it had found gone unhandled, yet no longer
+    /// looked for. So on an error the tracker forgets everything: the next
+    /// step reads every segment anew, as when a generation is opened.
     pub(crate) fn next(
+        &mut self,
+        searcher: &Searcher,
+        fields: &Fields,
+        layout: &AttrLayout,
+    ) -> crate::Result<Patches> {
+        let stepped = self.step(searcher, fields, layout);
+        if stepped.is_err() {
+            *self = Tracker::default();
+        }
+        stepped
+    }
+
+    fn step(
         &mut self,
         searcher: &Searcher,
         fields: &Fields,
@@ -581,6 +600,10 @@ fn read_written(
     fields: &Fields,
     layout: &AttrLayout,
 ) -> tantivy::Result<Written> {
+    #[cfg(test)]
+    if tests::FAIL_READS.with(|fail| fail.replace(false)) {
+        return Err(std::io::Error::other("injected read failure").into());
+    }
     let Some(keys) = segment.fast_fields().str("patch")? else {
         return Ok(Arc::from([]));
     };
@@ -622,8 +645,65 @@ fn read_written(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    thread_local! {
+        /// Set, the next read of a segment's patches on this thread fails.
+        pub(crate) static FAIL_READS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// A reload whose patch tracking fails after it saw a segment's
+    /// deletes move (its patch was dropped) must not lose that: the next
+    /// reload still drops the patch. Without the step being all or
+    /// nothing, the segment's new delete count was recorded, the dropped
+    /// patch never looked for again, and the row kept its old likes.
+    #[test]
+    fn a_tracking_step_that_fails_forgets_nothing() {
+        use chaja_core::model::{AttrValue, Doc, Key};
+        use chaja_core::sources::SourceId;
+
+        let config = chaja_core::sources::ConfigFile::parse(
+            "[[source]]\nname = \"question\"\ntable = \"questions\"\nid = \"id\"\ncreated_at = \"created_at\"\nfields = [\"title\", \"content\"]\nattributes = [\"likes\"]\nnumeric = [\"likes\"]",
+        )
+        .unwrap();
+        let sources = config.sources.as_ref().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let generation = crate::create_generation(dir.path(), sources).unwrap();
+        let mut writer = generation.writer_with_threads(32 << 20, 1).unwrap();
+        let row = |id: i64, likes: i64| Doc {
+            source: SourceId::from_index(0),
+            key: Key::Int(id),
+            title: Some(format!("제목 {id}")),
+            body: vec!["본문".to_owned()],
+            created_at: 1_000 + id,
+            attributes: vec![("likes".to_owned(), AttrValue::Int(likes))],
+        };
+        writer.upsert(&row(1, 1)).unwrap();
+        writer.commit(1).unwrap();
+        writer.patch(&row(1, 5)).unwrap();
+        writer.commit(2).unwrap();
+        generation.reload().unwrap();
+        assert_eq!(generation.view().patches.len(), 1);
+
+        // The patch is dropped (likes back to the document's) in the same
+        // commit as a new row, whose segment's patches are read.
+        writer.unpatch(SourceId::from_index(0), "1");
+        writer.upsert(&row(2, 1)).unwrap();
+        writer.commit(3).unwrap();
+        FAIL_READS.with(|fail| fail.set(true));
+        assert!(generation.reload().is_err(), "the injected failure");
+        generation.reload().unwrap();
+        let view = generation.view();
+        assert_eq!(view.patches.len(), 0, "the dropped patch is gone");
+        let indexed = generation
+            .indexed(&[(SourceId::from_index(0), "1")])
+            .unwrap();
+        assert_eq!(
+            indexed[&crate::key_term(SourceId::from_index(0), "1")].patched,
+            None
+        );
+    }
 
     #[test]
     fn a_patch_reads_back_what_the_writer_stored() {
