@@ -16,6 +16,12 @@ pub enum IndexError {
     #[error("{0}")]
     Refused(String),
 
+    /// A document the index holds could not be read back (its stored
+    /// text): an answer without it, or with it counted unread, would be
+    /// wrong with no error, so the search fails instead.
+    #[error("the index could not read a document back: {0}")]
+    Unreadable(String),
+
     /// The Korean dictionary could not be built or loaded.
     #[error("korean dictionary: {0}")]
     Dictionary(String),

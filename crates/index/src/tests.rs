@@ -1005,3 +1005,104 @@ fn long_keywords_with_rare_fourgrams_are_found_exactly() {
         assert_eq!(ids, ["0", "1", "2"]);
     }
 }
+
+/// A candidate whose stored text cannot be read fails the search: it is
+/// neither counted (the old behaviour, one row too many) nor dropped (one
+/// too few), and nothing is kept of the visit for later searches. The
+/// doc store's blocks are overwritten in place, so the generation opens
+/// and only the text check reads them.
+#[test]
+fn an_unreadable_candidate_fails_the_search_instead_of_counting() {
+    use crate::search::{search, Request};
+    use std::io::{Seek, Write};
+    let fourgrams = Fourgrams::only(["스프링부", "링부트 "]);
+    let rows: [Row; 5] = [
+        (Some("스프링부트 설정"), &["본문"]),
+        (None, &["앞 스프링부트"]),
+        (None, &["스프링부 프링부트"]),
+        (None, &["다른 글"]),
+        (None, &["지울 행"]),
+    ];
+    let (dir, written, reopened) = rows_with_grams(&Trigrams::every(), &fourgrams, &rows);
+    // The keyword's rows are checked against their text: counted right
+    // while the text reads.
+    let count = |generation: &Generation| {
+        let request = Request::newest_first(chaja_core::text::parse_query("스프링부트"), 0);
+        search(generation, &request).map(|found| found.total)
+    };
+    assert_eq!(count(&reopened).unwrap(), 2);
+    drop((written, reopened));
+    let path = generation_path(dir.path(), 1);
+    let mut stores = 0;
+    for entry in std::fs::read_dir(&path).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "store") {
+            let len = std::fs::metadata(&path).unwrap().len();
+            let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            file.seek(std::io::SeekFrom::Start(0)).unwrap();
+            // The first block's bytes; the block index at the end stays.
+            file.write_all(&vec![0xFF; (len / 4) as usize]).unwrap();
+            stores += 1;
+        }
+    }
+    assert!(stores > 0);
+    let broken = Generation::open(dir.path(), 1, &chaja_core::sources::for_tests()).unwrap();
+    for round in 0..2 {
+        match count(&broken) {
+            Err(IndexError::Unreadable(_)) => {}
+            other => panic!("round {round}: {other:?}"),
+        }
+    }
+}
+
+/// Relevance scores rows, not documents: a generation whose every row is
+/// patched (a storm of likes, each a patch document) scores and ranks
+/// exactly as one with the same rows written whole. Counted as documents,
+/// the patches doubled the count every idf and the average length are
+/// taken over, and every score moved.
+#[test]
+fn patches_leave_relevance_as_the_rows_written_whole() {
+    use crate::search::{search, Request, Sort};
+    use chaja_core::model::AttrValue;
+    let sources = chaja_core::sources::for_tests();
+    let row = |i: i64, likes: i64| {
+        let mut d = doc(i, 0);
+        d.body = vec![match i % 4 {
+            0 => "스프링 스프링 설정 이야기".to_owned(),
+            1 => "스프링 배포 이야기와 설정".to_owned(),
+            2 => "설정 설정 설정 스프링".to_owned(),
+            _ => format!("다른 이야기 {i}"),
+        }];
+        d.attributes = vec![("author_id".to_owned(), AttrValue::Int(likes))];
+        d
+    };
+    let patched_dir = tempfile::tempdir().unwrap();
+    let whole_dir = tempfile::tempdir().unwrap();
+    let patched = create_generation(patched_dir.path(), &sources).unwrap();
+    let whole = create_generation(whole_dir.path(), &sources).unwrap();
+    let mut patching = patched.writer_with_threads(32 << 20, 1).unwrap();
+    let mut writing = whole.writer_with_threads(32 << 20, 1).unwrap();
+    for i in 0..200 {
+        patching.upsert(&row(i, 1)).unwrap();
+        writing.upsert(&row(i, 7)).unwrap();
+    }
+    patching.commit(1).unwrap();
+    for i in 0..200 {
+        patching.patch(&row(i, 7)).unwrap();
+    }
+    patching.commit(2).unwrap();
+    writing.commit(2).unwrap();
+    patched.reload().unwrap();
+    whole.reload().unwrap();
+    assert_eq!(patched.view().patches.len(), 200);
+    for q in ["스프링", "스프링 설정", "설정 이야기"] {
+        let mut request = Request::newest_first(chaja_core::text::parse_query(q), 20);
+        request.sort = Sort::Relevance;
+        request.now = 1_500;
+        let found = search(&patched, &request).unwrap();
+        let want = search(&whole, &request).unwrap();
+        assert_eq!(found.total, want.total, "{q}");
+        let ranks = |r: &crate::search::Response| r.hits.iter().map(|h| h.rank).collect::<Vec<_>>();
+        assert_eq!(ranks(&found), ranks(&want), "{q}");
+    }
+}

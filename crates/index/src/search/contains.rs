@@ -13,6 +13,14 @@
 //! (its block of the doc store is decompressed), which is the latency a
 //! smaller index pays. Candidates come in doc id order, so neighbours share
 //! a block: the store reader keeps the last one.
+//!
+//! A candidate whose text cannot be read is neither counted nor dropped:
+//! either would change a total with no error. The scorer stops, and the
+//! failure is kept in the search's [`ReadFailures`], which the scan checks
+//! before it reports anything (and before a keyword's documents are kept
+//! as a bitset), so the search fails instead of answering.
+
+use std::sync::{Arc, Mutex};
 
 use memchr::memmem::Finder;
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
@@ -22,7 +30,28 @@ use tantivy::{DocId, DocSet, Score, SegmentReader, Term, TERMINATED};
 use chaja_core::text::normalize;
 
 use crate::schema::Fields;
-use crate::stored;
+use crate::{stored, IndexError};
+
+/// The first candidate text one search could not read, shared by every
+/// [`ContainsQuery`] of the search (clones share it).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ReadFailures(Arc<Mutex<Option<String>>>);
+
+impl ReadFailures {
+    fn record(&self, what: String) {
+        let mut first = self.0.lock().expect("read failures lock poisoned");
+        first.get_or_insert(what);
+    }
+
+    /// An error when a candidate's text could not be read.
+    pub(crate) fn check(&self) -> Result<(), IndexError> {
+        let first = self.0.lock().expect("read failures lock poisoned");
+        match &*first {
+            Some(what) => Err(IndexError::Unreadable(what.clone())),
+            None => Ok(()),
+        }
+    }
+}
 
 /// The rows of `candidates` whose text contains `keyword` (normalized).
 #[derive(Debug)]
@@ -30,14 +59,21 @@ pub(super) struct ContainsQuery {
     candidates: Box<dyn Query>,
     keyword: String,
     fields: Fields,
+    failures: ReadFailures,
 }
 
 impl ContainsQuery {
-    pub(super) fn new(candidates: Box<dyn Query>, keyword: &str, fields: &Fields) -> ContainsQuery {
+    pub(super) fn new(
+        candidates: Box<dyn Query>,
+        keyword: &str,
+        fields: &Fields,
+        failures: &ReadFailures,
+    ) -> ContainsQuery {
         ContainsQuery {
             candidates,
             keyword: keyword.to_owned(),
             fields: fields.clone(),
+            failures: failures.clone(),
         }
     }
 }
@@ -48,6 +84,7 @@ impl Clone for ContainsQuery {
             candidates: self.candidates.box_clone(),
             keyword: self.keyword.clone(),
             fields: self.fields.clone(),
+            failures: self.failures.clone(),
         }
     }
 }
@@ -58,6 +95,7 @@ impl Query for ContainsQuery {
             candidates: self.candidates.weight(enable_scoring)?,
             keyword: self.keyword.clone(),
             fields: self.fields.clone(),
+            failures: self.failures.clone(),
         }))
     }
 
@@ -70,6 +108,7 @@ struct ContainsWeight {
     candidates: Box<dyn Weight>,
     keyword: String,
     fields: Fields,
+    failures: ReadFailures,
 }
 
 impl Weight for ContainsWeight {
@@ -81,6 +120,8 @@ impl Weight for ContainsWeight {
             store: reader.get_store_reader(1)?,
             finder: Finder::new(self.keyword.as_bytes()).into_owned(),
             fields: self.fields.clone(),
+            failures: self.failures.clone(),
+            failed: false,
         };
         let first = scorer.candidates.doc();
         if first != TERMINATED && !scorer.holds(first) {
@@ -99,27 +140,23 @@ struct ContainsScorer {
     store: StoreReader,
     finder: Finder<'static>,
     fields: Fields,
+    failures: ReadFailures,
+    /// A candidate's text could not be read: the scorer has stopped.
+    failed: bool,
 }
 
 impl ContainsScorer {
     /// Whether document `doc`'s normalized title or content contains the
-    /// keyword. A document the store cannot give back is kept, and the
-    /// error logged: it holds every 4-gram of the keyword, and an answer
-    /// with one row too many is better than one that silently lacks it.
-    fn holds(&self, doc: DocId) -> bool {
+    /// keyword. A document the store cannot give back stops the scorer
+    /// (see the module docs).
+    fn holds(&mut self, doc: DocId) -> bool {
         let bytes = match self.store.get_document_bytes(doc) {
             Ok(bytes) => bytes,
-            Err(e) => {
-                tracing::error!(doc, error = %e, "a candidate's stored text could not be read");
-                return true;
-            }
+            Err(e) => return self.fail(doc, &e.to_string()),
         };
         let stored = match stored::read(bytes.as_slice(), &self.fields) {
             Ok(stored) => stored,
-            Err(e) => {
-                tracing::error!(doc, error = %e, "a candidate's stored text could not be read");
-                return true;
-            }
+            Err(e) => return self.fail(doc, &e.to_string()),
         };
         let holds = [stored.title, stored.content]
             .into_iter()
@@ -127,19 +164,32 @@ impl ContainsScorer {
             .any(|text| self.finder.find(normalize(text).as_bytes()).is_some());
         holds
     }
+
+    /// Records that `doc`'s text could not be read, and stops.
+    fn fail(&mut self, doc: DocId, error: &str) -> bool {
+        tracing::error!(doc, error, "a candidate's stored text could not be read");
+        self.failures
+            .record(format!("document {doc}'s stored text: {error}"));
+        self.failed = true;
+        false
+    }
 }
 
 impl DocSet for ContainsScorer {
     fn advance(&mut self) -> DocId {
-        loop {
+        while !self.failed {
             let doc = self.candidates.advance();
             if doc == TERMINATED || self.holds(doc) {
                 return doc;
             }
         }
+        TERMINATED
     }
 
     fn seek(&mut self, target: DocId) -> DocId {
+        if self.failed {
+            return TERMINATED;
+        }
         let doc = self.candidates.seek(target);
         if doc == TERMINATED || self.holds(doc) {
             return doc;
@@ -148,7 +198,10 @@ impl DocSet for ContainsScorer {
     }
 
     fn doc(&self) -> DocId {
-        self.candidates.doc()
+        match self.failed {
+            true => TERMINATED,
+            false => self.candidates.doc(),
+        }
     }
 
     fn size_hint(&self) -> u32 {

@@ -16,18 +16,19 @@
 //! short of a page, the search scores the whole union as before; what was
 //! done here is then lost, and it is a part of what the union's scan reads.
 
-use tantivy::query::{BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, Weight};
-use tantivy::{DocId, Searcher, Term};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, Weight};
+use tantivy::{DocId, Term};
 
 use super::bits::{alive_in, deleted_docs, term_words};
 use super::budget::ScanError;
-use super::cached_keyword::CachedBits;
-use super::query::{morph_query, substring_query, EXACT_TIER};
+use super::query::{morph_query, substring_query, Shared, EXACT_TIER};
 use super::request::{plain_keywords, Filter, Request, Sort};
 use super::scan::{Partial, RangeScan, Task, TopK};
+use super::statistics::RowStatistics;
 use super::terms::{morpheme_fields, morphemes};
 use crate::caches::SourceCounts;
 use crate::schema::Fields;
+use crate::View;
 use chaja_core::sources::MAX_SOURCES;
 
 /// What the exact rows' scan reads: the query and the morphemes' terms.
@@ -45,7 +46,7 @@ pub(super) struct ExactRows {
 /// `match=morph` under relevance, with morphemes, over keywords as typed,
 /// with no attribute filter, range or facet (those read columns per row,
 /// which the union's bitsets do not).
-pub(super) fn query(fields: &Fields, request: &Request, cached: &CachedBits) -> Option<ExactRows> {
+pub(super) fn query(fields: &Fields, request: &Request, shared: Shared) -> Option<ExactRows> {
     // The source and the time bounds are ranges the scan reads; attribute
     // filters and ranges read columns per row, which the union's bitsets
     // do not.
@@ -69,7 +70,7 @@ pub(super) fn query(fields: &Fields, request: &Request, cached: &CachedBits) -> 
     if morphemes.is_empty() {
         return None;
     }
-    let exact = substring_query(fields, request, false, Some(cached));
+    let exact = substring_query(fields, request, false, shared);
     let query = BooleanQuery::new(vec![
         (
             Occur::Must,
@@ -84,11 +85,11 @@ pub(super) fn query(fields: &Fields, request: &Request, cached: &CachedBits) -> 
 }
 
 impl ExactRows {
-    /// The query's weight on `searcher`, scored.
-    pub(super) fn weight(&self, searcher: &Searcher) -> crate::Result<Box<dyn Weight>> {
-        Ok(self
-            .query
-            .weight(EnableScoring::enabled_from_searcher(searcher))?)
+    /// The query's weight on `view`, scored over its rows (see
+    /// `statistics`).
+    pub(super) fn weight(&self, view: &View) -> crate::Result<Box<dyn Weight>> {
+        let statistics = RowStatistics::of(view);
+        Ok(self.query.weight(statistics.scoring())?)
     }
 }
 
@@ -163,6 +164,7 @@ pub(super) fn scan(
             counts
         }
     };
+    work.failures.check()?;
     let eligible = top.eligible;
     let partial = Partial {
         counts,

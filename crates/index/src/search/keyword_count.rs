@@ -36,11 +36,13 @@ use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER
 
 use super::bits::{alive_in, term_words, DENSE_RATIO};
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
+use super::contains::ReadFailures;
 use super::query::keyword_query;
 use super::request::{plain_keywords, Request};
 use super::terms::{gram_field, long_key, morpheme_fields, morphemes, rare_trigram, Long};
 use crate::caches::Caches;
 use crate::schema::Fields;
+use crate::IndexError;
 
 /// A keyword as a set of documents: what finds it, and what keeps it.
 pub(crate) struct KeywordSet {
@@ -60,6 +62,9 @@ pub(crate) struct KeywordSet {
 /// title or the content).
 pub(crate) struct Sets {
     keywords: Vec<KeywordSet>,
+    /// Where the keywords' queries report a candidate they could not read:
+    /// a set visited meanwhile is not kept.
+    failures: ReadFailures,
     /// Each morpheme's title and content terms, with `match=morph`.
     morphemes: Vec<[Term; 2]>,
 }
@@ -71,6 +76,7 @@ pub(super) fn keyword_sets(
     fields: &Fields,
     request: &Request,
     searcher: &Searcher,
+    failures: &ReadFailures,
 ) -> crate::Result<Option<Sets>> {
     // A rare trigram has few matches, cheap to visit: it is never kept.
     if !plain_keywords(request)
@@ -96,11 +102,12 @@ pub(super) fn keyword_sets(
                 Long::of(fields, keyword.as_str()).terms(),
             ),
         };
-        let weight = keyword_query(fields, keyword, false).weight(unscored)?;
+        let weight = keyword_query(fields, keyword, false, failures).weight(unscored)?;
         sets.push(KeywordSet { key, weight, cover });
     }
     Ok(Some(Sets {
         keywords: sets,
+        failures: failures.clone(),
         morphemes,
     }))
 }
@@ -180,15 +187,21 @@ pub(super) fn in_range(
         // One search visits, any other that needs the same set of the same
         // run meanwhile waits for its bitset instead of visiting it again.
         let key = (id, run.clone(), set.key.clone());
-        let find = || visit(segment, set, &run, budget, scanned);
+        let failures = &sets.failures;
+        let find = || visit(segment, set, &run, budget, scanned, failures);
         let held = match bits.try_get_with(key, find) {
             Ok(held) => held,
             Err(e) => match &*e {
                 // The search that visited was stopped, not this one.
                 ScanError::Stopped if !budget.exhausted() => {
-                    visit(segment, set, &run, budget, scanned)?
+                    visit(segment, set, &run, budget, scanned, failures)?
                 }
                 ScanError::Stopped => return Err(ScanError::Stopped),
+                // Shared with the searches that waited for it: the same
+                // kind of error, by value.
+                ScanError::Index(IndexError::Unreadable(what)) => {
+                    return Err(ScanError::Index(IndexError::Unreadable(what.clone())))
+                }
                 ScanError::Index(e) => {
                     return Err(ScanError::Index(
                         std::io::Error::other(e.to_string()).into(),
@@ -235,6 +248,7 @@ fn visit(
     run: &Range<DocId>,
     budget: &Budget,
     scanned: &AtomicU64,
+    failures: &ReadFailures,
 ) -> Result<Arc<[u64]>, ScanError> {
     let base = run.start / 64 * 64;
     let mut bits = vec![0u64; (run.end.div_ceil(64) - run.start / 64) as usize];
@@ -264,6 +278,8 @@ fn visit(
             }
         }
     }
+    // A candidate it could not read leaves the bitset short: never kept.
+    failures.check()?;
     Ok(bits.into())
 }
 
@@ -499,7 +515,7 @@ pub(super) mod tests {
             request,
             false,
             &view.patches,
-            None,
+            crate::search::query::Shared::uncached(),
         );
         let found = view
             .searcher

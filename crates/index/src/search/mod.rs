@@ -71,6 +71,7 @@ mod query;
 mod request;
 mod scan;
 mod scored_by_terms;
+mod statistics;
 mod term_count;
 mod terms;
 
@@ -290,7 +291,7 @@ fn search_within(
     let searcher = &view.searcher;
     let patches = &view.patches;
     let caches = &generation.caches;
-    let weight = plan.weight(request, searcher)?;
+    let weight = plan.weight(request, view)?;
 
     // Segments never change but for deletes, so a segment's total for a
     // query stays true until its delete count moves: a frequent phrase is
@@ -381,12 +382,13 @@ fn search_within(
         caches,
         patches,
         count: &plan.count,
+        failures: &plan.failures,
     };
     // `match=morph` under relevance: the exact rows first, and the whole
     // union only when they do not fill the page (see `exact_rows`).
     let mut exact_partials = None;
     if let Some(exact) = &plan.exact_rows {
-        let weight = exact.weight(searcher)?;
+        let weight = exact.weight(view)?;
         let found = fanout.each(&tasks, |task| {
             let range_scan = RangeScan::new(searcher, task, request, work(task));
             exact_rows::scan(&range_scan, &*weight, exact)

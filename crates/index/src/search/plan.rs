@@ -13,15 +13,17 @@ use tantivy::query::{EnableScoring, Query};
 use tantivy::Searcher;
 
 use super::cached_keyword::CachedBits;
+use super::contains::ReadFailures;
 use super::exact_rows::{self, ExactRows};
 use super::keyword_count;
-use super::query::build_query;
+use super::query::{build_query, Shared};
 use super::request::{Request, Sort};
 use super::scan::Count;
+use super::statistics::RowStatistics;
 use super::term_count;
 use crate::patches::Patches;
 use crate::schema::Fields;
-use crate::Result;
+use crate::{Result, View};
 
 /// A search's path.
 pub(super) struct Plan {
@@ -33,6 +35,9 @@ pub(super) struct Plan {
     /// Under `match=morph` relevance, the exact rows to try first (see
     /// `exact_rows`); `None` when the whole union is scanned.
     pub(super) exact_rows: Option<ExactRows>,
+    /// Where its queries report a candidate they could not read (see
+    /// `contains`): checked before a range's answer counts.
+    pub(super) failures: ReadFailures,
 }
 
 impl Plan {
@@ -46,18 +51,25 @@ impl Plan {
         cached: &CachedBits,
     ) -> Result<Plan> {
         let scoring = request.sort == Sort::Relevance;
-        let query = build_query(fields, request, scoring, patches, Some(cached));
+        let failures = ReadFailures::default();
+        let shared = Shared {
+            cached: Some(cached),
+            failures: &failures,
+        };
+        let query = build_query(fields, request, scoring, patches, shared);
         let count = match term_count::terms(fields, request) {
             Some(terms) => Count::Postings(terms),
-            None => match keyword_count::keyword_sets(fields, request, searcher)? {
+            None => match keyword_count::keyword_sets(fields, request, searcher, &failures)? {
                 Some(sets) => Count::Sets(sets),
                 None => Count::Visit,
             },
         };
+        let exact_rows = exact_rows::query(fields, request, shared);
         Ok(Plan {
             query,
             count,
-            exact_rows: exact_rows::query(fields, request, cached),
+            exact_rows,
+            failures,
         })
     }
 
@@ -71,16 +83,18 @@ impl Plan {
         }
     }
 
-    /// The query's weight on `searcher`, scored under relevance.
+    /// The query's weight on `view`, scored under relevance over its rows
+    /// (see `statistics`).
     pub(super) fn weight(
         &self,
         request: &Request,
-        searcher: &Searcher,
+        view: &View,
     ) -> Result<Box<dyn tantivy::query::Weight>> {
-        let enable = match request.sort == Sort::Relevance {
-            true => EnableScoring::enabled_from_searcher(searcher),
-            false => EnableScoring::disabled_from_searcher(searcher),
-        };
-        Ok(self.query.weight(enable)?)
+        if request.sort != Sort::Relevance {
+            let unscored = EnableScoring::disabled_from_searcher(&view.searcher);
+            return Ok(self.query.weight(unscored)?);
+        }
+        let statistics = RowStatistics::of(view);
+        Ok(self.query.weight(statistics.scoring())?)
     }
 }

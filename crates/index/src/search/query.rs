@@ -16,7 +16,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::cached_keyword::{CachedBits, CachedKeywordQuery};
-use super::contains::ContainsQuery;
+use super::contains::{ContainsQuery, ReadFailures};
 use super::patched::PatchedQuery;
 use super::request::Request;
 use super::scored_by_terms::ScoredByTermsQuery;
@@ -34,16 +34,39 @@ pub(super) const TITLE_BOOST: f32 = 2.0;
 /// enough that f32 keeps BM25's differences beside it.
 pub(super) const EXACT_TIER: f32 = 10_000.0;
 
+/// What the queries of one search share.
+#[derive(Clone, Copy)]
+pub(super) struct Shared<'a> {
+    /// Where long keywords' kept bitsets are (see `cached_keyword`), when
+    /// they may be read.
+    pub(super) cached: Option<&'a CachedBits>,
+    /// Where a candidate whose text cannot be read is reported (see
+    /// `contains`).
+    pub(super) failures: &'a ReadFailures,
+}
+
+impl Shared<'static> {
+    /// Nothing cached, and failures reported nowhere a search reads: for
+    /// tests that compare a query with tantivy's own answer.
+    #[cfg(test)]
+    pub(super) fn uncached() -> Shared<'static> {
+        static NOWHERE: std::sync::OnceLock<ReadFailures> = std::sync::OnceLock::new();
+        Shared {
+            cached: None,
+            failures: NOWHERE.get_or_init(ReadFailures::default),
+        }
+    }
+}
+
 /// The query of a request: the substring set (or, with `match=morph`, the
 /// substring set plus morpheme matches), scored for relevance when asked.
-/// `patches` are the attribute patches of the searcher it runs on; `kept`,
-/// when given, where its long keywords' kept bitsets are (see `cached_keyword`).
+/// `patches` are the attribute patches of the searcher it runs on.
 pub(crate) fn build_query(
     fields: &Fields,
     request: &Request,
     scoring: bool,
     patches: &Arc<Patches>,
-    kept: Option<&CachedBits>,
+    shared: Shared,
 ) -> Box<dyn Query> {
     // Only relevance and morpheme matching look at morphemes: a newest-first
     // substring search skips the dictionary lookup.
@@ -53,9 +76,9 @@ pub(crate) fn build_query(
         Vec::new()
     };
     let text: Box<dyn Query> = if morphemes.is_empty() {
-        substring_query(fields, request, scoring, kept)
+        substring_query(fields, request, scoring, shared)
     } else if request.morph {
-        let exact = substring_query(fields, request, false, kept);
+        let exact = substring_query(fields, request, false, shared);
         Box::new(BooleanQuery::new(vec![
             (
                 Occur::Should,
@@ -65,13 +88,13 @@ pub(crate) fn build_query(
         ]))
     } else if scoring {
         // The set is the substring set; morphemes only score it.
-        let exact = substring_query(fields, request, false, kept);
+        let exact = substring_query(fields, request, false, shared);
         Box::new(ScoredByTermsQuery::new(
             exact,
             morph_terms(fields, &morphemes),
         ))
     } else {
-        substring_query(fields, request, false, kept)
+        substring_query(fields, request, false, shared)
     };
     let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text)];
     for (name, value) in &request.filter.attributes {
@@ -97,20 +120,20 @@ pub(crate) fn build_query(
 
 /// The rows whose normalized title or content contains every keyword (or,
 /// for a keyword with synonyms, any of its forms); unscored, a long one is
-/// read from its kept bitsets where `kept` has them.
+/// read from its kept bitsets where `shared.cached` has them.
 pub(super) fn substring_query(
     fields: &Fields,
     request: &Request,
     scoring: bool,
-    kept: Option<&CachedBits>,
+    shared: Shared,
 ) -> Box<dyn Query> {
     let mut must: Vec<(Occur, Box<dyn Query>)> = (0..request.keywords.len())
         .map(|i| {
             let mut forms: Vec<(Occur, Box<dyn Query>)> = request
                 .forms(i)
                 .map(|k| {
-                    let query = keyword_query(fields, k, scoring);
-                    let query: Box<dyn Query> = match kept {
+                    let query = keyword_query(fields, k, scoring, shared.failures);
+                    let query: Box<dyn Query> = match shared.cached {
                         Some(kept) if !scoring && k.char_len() > 4 => Box::new(
                             CachedKeywordQuery::new(query, long_key(fields, k), kept.clone()),
                         ),
@@ -163,7 +186,12 @@ pub(super) fn morph_terms(fields: &Fields, morphemes: &[String]) -> Vec<(Term, f
         .collect()
 }
 
-pub(super) fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -> Box<dyn Query> {
+pub(super) fn keyword_query(
+    fields: &Fields,
+    keyword: &Keyword,
+    scoring: bool,
+    failures: &ReadFailures,
+) -> Box<dyn Query> {
     let text = keyword.as_str();
     match gram_field(fields, keyword) {
         // Only 4-grams keep frequencies, for BM25.
@@ -191,6 +219,7 @@ pub(super) fn keyword_query(fields: &Fields, keyword: &Keyword, scoring: bool) -
                     Box::new(BooleanQuery::new(all)),
                     text,
                     fields,
+                    failures,
                 ))
             }
         },

@@ -14,6 +14,7 @@ use chaja_core::sources::{SourceId, MAX_SOURCES};
 
 use super::bits::deleted_docs;
 use super::budget::{Budget, ScanError, BUDGET_EVERY_MATCHES};
+use super::contains::ReadFailures;
 use super::keyword_count::{self, Sets};
 use super::query::EXACT_TIER;
 use super::request::{rank, Filter, Rank, Request, Sort};
@@ -115,6 +116,8 @@ pub(super) struct Work<'a> {
     pub(super) patches: &'a crate::patches::Patches,
     /// How matches past the top-k are counted (see `plan`).
     pub(super) count: &'a Count,
+    /// Where the plan's queries report a candidate they could not read.
+    pub(super) failures: &'a ReadFailures,
 }
 
 /// One range of one segment to scan: part of a run of one source.
@@ -402,6 +405,9 @@ impl<'a> RangeScan<'a> {
                 return Err(ScanError::Stopped);
             }
         }
+        // A candidate that could not be read must fail the search, not
+        // leave a total short.
+        work.failures.check()?;
         Ok(Partial {
             counts: known_total.unwrap_or(counts),
             facets: attrs.facet_values()?,
@@ -450,6 +456,7 @@ impl<'a> RangeScan<'a> {
         if stopped {
             return Err(ScanError::Stopped);
         }
+        work.failures.check()?;
         Ok(Partial {
             counts: task.known_total.unwrap_or(ranked.counts),
             facets: attrs.facet_values()?,

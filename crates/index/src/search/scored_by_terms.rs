@@ -155,7 +155,7 @@ mod tests {
     use chaja_core::sources::SourceId;
     use chaja_core::text::parse_query;
 
-    use super::super::query::{morph_query, morph_terms, substring_query};
+    use super::super::query::{morph_query, morph_terms, substring_query, Shared};
     use super::super::request::{Request, Sort};
     use super::*;
     use crate::create_generation;
@@ -249,7 +249,7 @@ mod tests {
             let mut request = Request::newest_first(parse_query(q), 10);
             request.sort = Sort::Relevance;
             let morphemes: Vec<String> = morphemes.split(' ').map(str::to_owned).collect();
-            let set = substring_query(fields, &request, false, None);
+            let set = substring_query(fields, &request, false, Shared::uncached());
             let reference = BooleanQuery::new(vec![
                 (Occur::Must, Box::new(BoostQuery::new(set.box_clone(), 0.0))),
                 (
