@@ -22,4 +22,5 @@ mod scale;
 mod search;
 mod seed;
 mod sources;
+mod trust;
 mod unreadable;

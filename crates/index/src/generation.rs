@@ -80,6 +80,8 @@ pub struct Generation {
     /// The segments its rebuild wrote, which the serving writer never
     /// merges (see `merges`).
     sealed: Arc<HashSet<SegmentId>>,
+    #[cfg(feature = "faults")]
+    faults: crate::faults::Faults,
 }
 
 /// A searcher and the attribute patches of the same reload (see
@@ -121,6 +123,10 @@ pub struct Indexed {
     pub text_digest: u64,
     /// The digest of the row's patch, if its attributes are patched.
     pub patched: Option<u64>,
+    /// Live documents holding the row's key: more than one is a duplicate
+    /// (left by a crash between a delete and its add being replayed),
+    /// which a rewrite of the row ends, however alike the copies are.
+    pub copies: u32,
 }
 
 impl Indexed {
@@ -240,6 +246,8 @@ impl Generation {
             kinds: Arc::new(RwLock::new(kinds)),
             merge_hold: MergeHold::default(),
             sealed,
+            #[cfg(feature = "faults")]
+            faults: Default::default(),
         })
     }
 
@@ -255,11 +263,26 @@ impl Generation {
     /// needs.
     pub fn reload(&self) -> Result<()> {
         self.reader.reload()?;
+        #[cfg(feature = "faults")]
+        self.faults.reload()?;
         self.refresh()?;
         if let Err(e) = self.prime() {
             tracing::warn!(error = %e, generation = self.id, "building the per-segment arrays failed; queries build them");
         }
         Ok(())
+    }
+
+    /// Makes the next `n` reloads fail after the reader reloaded, before
+    /// searches see the commit (see `faults`).
+    #[cfg(feature = "faults")]
+    pub fn fail_next_reloads(&self, n: u32) {
+        self.faults.fail_reloads(n);
+    }
+
+    /// Reload failures still armed.
+    #[cfg(feature = "faults")]
+    pub fn reload_failures_left(&self) -> u32 {
+        self.faults.reloads_left()
     }
 
     /// Makes the reader's current searcher, with its patches, the view
@@ -382,10 +405,14 @@ impl Generation {
                         if let Some(d) = digest.first(doc) {
                             let patched =
                                 view.patches.at(segment.segment_id(), doc).map(|p| p.digest);
+                            // The last copy's digests stand for the row;
+                            // every copy is counted.
+                            let copies = found.get(&term_text).map_or(0, |i: &Indexed| i.copies);
                             let indexed = Indexed {
                                 digest: d,
                                 text_digest: text_digest.first(doc).unwrap_or_default(),
                                 patched,
+                                copies: copies + 1,
                             };
                             found.insert(term_text.clone(), indexed);
                         }

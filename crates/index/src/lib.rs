@@ -41,6 +41,8 @@ mod columns;
 pub mod common_grams;
 mod disk;
 mod error;
+#[cfg(feature = "faults")]
+mod faults;
 mod generation;
 mod live;
 mod merges;

@@ -38,6 +38,7 @@ impl Indexer {
             position: Position::new(&checkpoint, Instant::now()),
             heal: Vec::new(),
             fold: Default::default(),
+            stale: false,
         })
     }
 

@@ -57,8 +57,9 @@ use crate::{MirrorHandle, Running};
 use position::MAX_GAP_RUNS;
 use round::{close, Tail};
 
-/// Patched rows rewritten whole per idle round when there are too many:
-/// about half a second of analysis on two cores.
+/// Patched rows rewritten whole per round when there are more than the
+/// bound (after the bound was lowered, say): about half a second of
+/// analysis on two cores.
 const FOLD_BATCH: usize = 200;
 
 #[derive(Debug, Clone)]
@@ -204,11 +205,9 @@ impl Indexer {
             match self.round(&mut live).await {
                 Ok(round) => {
                     busy |= round.new > 0 || round.changed;
-                    // Idle: fold patches beyond the bound back into
-                    // documents, a batch a round.
-                    if !busy {
-                        busy = live.fold_patches(self.config.max_patches, FOLD_BATCH);
-                    }
+                    // Patches beyond the bound are folded back into
+                    // documents, a batch a round, busy or not.
+                    busy |= live.fold_patches(self.config.max_patches, FOLD_BATCH);
                 }
                 Err(e) => failed = Some(e),
             }

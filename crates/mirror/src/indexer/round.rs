@@ -136,13 +136,17 @@ pub(super) struct Tail {
     /// `key` terms of patched rows among `heal` to rewrite whole in the
     /// next round, dropping their patches (see [`Tail::fold_patches`]).
     pub(super) fold: HashSet<String>,
+    /// The last round failed after it may have committed: reload before
+    /// planning against the view.
+    pub(super) stale: bool,
 }
 
 impl Tail {
     /// Queues up to `batch` patched rows to be rewritten whole when the
     /// generation holds more than `max` patches: each costs memory for as
     /// long as it lives (its values, kept for every search), so they are
-    /// folded back into documents, in rounds with nothing else to do.
+    /// folded back into documents, a batch per round whatever the load
+    /// (rounds plan no new patch past the bound either: see `plan`).
     /// Returns whether any was queued.
     pub(super) fn fold_patches(&mut self, max: usize, batch: usize) -> bool {
         let patches = self.generation.view().patches.clone();
@@ -301,6 +305,11 @@ impl Indexer {
 
     /// One batch on one tail: check gaps that are due, read, apply, commit.
     pub(super) async fn round(&self, tail: &mut Tail) -> Result<Round> {
+        if tail.stale {
+            let generation = tail.generation.clone();
+            tokio::task::spawn_blocking(move || generation.reload()).await??;
+            tail.stale = false;
+        }
         let mut next = tail.position.clone();
         let now = Instant::now();
         let due = next.due(now);
@@ -354,6 +363,7 @@ impl Indexer {
         let generation = tail.generation.clone();
         let work = batch.work;
         let batch = self.config.batch;
+        let max_patches = self.config.max_patches;
         let fold = std::mem::take(&mut tail.fold);
         let span = tracing::debug_span!(
             "index_commit",
@@ -363,9 +373,22 @@ impl Indexer {
         let result = tail
             .with_writer(move |writer| {
                 let _enter = span.enter();
-                apply(writer, &generation, &work, &fold, &checkpoint, batch)
+                apply(
+                    writer,
+                    &generation,
+                    &work,
+                    &fold,
+                    &checkpoint,
+                    batch,
+                    max_patches,
+                )
             })
             .await;
+        // A round that failed may have committed before it failed (its
+        // reload, say): the view the next round plans against must show
+        // that commit, or a row deleted here and restored as it was would
+        // be planned as unchanged and stay deleted.
+        tail.stale |= result.is_err();
         let changed = result?;
         if Arc::ptr_eq(&tail.generation, &self.index.live()) {
             self.handle.progress.applied(changed as u64);
@@ -409,13 +432,22 @@ enum Action {
 
 /// Decides each row's [`Action`] against what the index holds
 /// (`indexed`), in the work's order: a key met twice (a healed row) is
-/// decided the second time against what the first left. A patched row
-/// whose `key` term is in `fold` is rewritten whole even when it did not
-/// change.
+/// decided the second time against what the first left.
+///
+/// A row is rewritten whole, even when its attributes alone changed or
+/// nothing did, when:
+/// - the index holds it more than once: a rewrite deletes every copy and
+///   adds one, however alike the copies are;
+/// - its `key` term is in `fold` and it is patched;
+/// - it would be newly patched and `room` new patches are already
+///   planned: the bound on patches holds in every round, under any load
+///   (a patch costs memory for as long as it lives; a rewrite costs its
+///   analysis once, like any text edit of the round).
 fn plan(
     work: &[(SourceId, String, Option<Doc>)],
     mut indexed: HashMap<String, Indexed>,
     fold: &HashSet<String>,
+    mut room: usize,
 ) -> Vec<Action> {
     work.iter()
         .map(|(source, key, doc)| {
@@ -426,31 +458,55 @@ fn plan(
             };
             let digest = doc.digest();
             let held = indexed.get(&term).copied();
-            let folded = fold.contains(&term) && held.is_some_and(|h| h.patched.is_some());
+            let rewrite =
+                held.is_some_and(|h| h.copies > 1 || fold.contains(&term) && h.patched.is_some());
             let (action, now) = match held {
-                Some(held) if held.current() == digest && !folded => (Action::Keep, held),
-                Some(held) if held.text_digest == doc.text_digest() && !folded => {
-                    let action = if held.digest == digest {
-                        Action::Unpatch
-                    } else {
-                        Action::Patch
-                    };
-                    let patched = (action == Action::Patch).then_some(digest);
-                    (action, Indexed { patched, ..held })
+                Some(held) if held.current() == digest && !rewrite => (Action::Keep, held),
+                Some(held) if held.text_digest == doc.text_digest() && !rewrite => {
+                    match (held.digest == digest, held.patched.is_some()) {
+                        (true, _) => (
+                            Action::Unpatch,
+                            Indexed {
+                                patched: None,
+                                ..held
+                            },
+                        ),
+                        (false, true) => (
+                            Action::Patch,
+                            Indexed {
+                                patched: Some(digest),
+                                ..held
+                            },
+                        ),
+                        (false, false) if room > 0 => {
+                            room -= 1;
+                            (
+                                Action::Patch,
+                                Indexed {
+                                    patched: Some(digest),
+                                    ..held
+                                },
+                            )
+                        }
+                        (false, false) => (Action::Write, written(doc)),
+                    }
                 }
-                _ => {
-                    let now = Indexed {
-                        digest,
-                        text_digest: doc.text_digest(),
-                        patched: None,
-                    };
-                    (Action::Write, now)
-                }
+                _ => (Action::Write, written(doc)),
             };
             indexed.insert(term, now);
             action
         })
         .collect()
+}
+
+/// What the index holds of `doc` once it is written whole.
+fn written(doc: &Doc) -> Indexed {
+    Indexed {
+        digest: doc.digest(),
+        text_digest: doc.text_digest(),
+        patched: None,
+        copies: 1,
+    }
 }
 
 /// Applies changes and commits them with `checkpoint`; blocking. A row
@@ -466,6 +522,7 @@ pub(super) fn apply(
     fold: &HashSet<String>,
     checkpoint: &Checkpoint,
     batch: i64,
+    max_patches: usize,
 ) -> Result<usize> {
     let started = Instant::now();
     let upserts: Vec<(SourceId, &str)> = work
@@ -473,7 +530,8 @@ pub(super) fn apply(
         .filter(|(_, _, doc)| doc.is_some())
         .map(|(source, key, _)| (*source, key.as_str()))
         .collect();
-    let actions = plan(work, generation.indexed(&upserts)?, fold);
+    let room = max_patches.saturating_sub(generation.view().patches.len());
+    let actions = plan(work, generation.indexed(&upserts)?, fold, room);
     let planned = started.elapsed();
     // The rows to write. Their morphemes are found on the analysis thread
     // while the loop below hands the rows before them to tantivy's
@@ -584,9 +642,13 @@ mod tests {
             digest: doc.digest(),
             text_digest: doc.text_digest(),
             patched: patched.map(Doc::digest),
+            copies: 1,
         };
         HashMap::from([(chaja_index::key_term(doc.source, "1"), indexed)])
     }
+
+    /// Room for more patches than any test plans.
+    const ROOM: usize = 100;
 
     fn one(doc: Doc) -> Vec<(SourceId, String, Option<Doc>)> {
         vec![(doc.source, "1".to_owned(), Some(doc))]
@@ -596,7 +658,7 @@ mod tests {
     fn each_change_is_planned_as_the_least_work_that_applies_it() {
         let base = row("본문", 1);
         let plan_of = |doc: Doc, patched: Option<&Doc>| {
-            plan(&one(doc), held(&base, patched), &HashSet::new())[0]
+            plan(&one(doc), held(&base, patched), &HashSet::new(), ROOM)[0]
         };
         assert_eq!(plan_of(base.clone(), None), Action::Keep);
         assert_eq!(plan_of(row("본문", 2), None), Action::Patch);
@@ -614,11 +676,11 @@ mod tests {
             plan_of(row("바뀐 본문", 2), Some(&row("본문", 2))),
             Action::Write
         );
-        let new = plan(&one(row("본문", 1)), HashMap::new(), &HashSet::new());
+        let new = plan(&one(row("본문", 1)), HashMap::new(), &HashSet::new(), ROOM);
         assert_eq!(new, vec![Action::Write]);
         let gone = vec![(SourceId::from_index(0), "1".to_owned(), None)];
         assert_eq!(
-            plan(&gone, held(&base, None), &HashSet::new()),
+            plan(&gone, held(&base, None), &HashSet::new(), ROOM),
             vec![Action::Delete]
         );
     }
@@ -640,10 +702,11 @@ mod tests {
         let base = row("본문", 1);
         let fold = HashSet::from([chaja_index::key_term(base.source, "1")]);
         let now = row("본문", 2);
-        let planned = |patched: Option<&Doc>| plan(&one(now.clone()), held(&base, patched), &fold);
+        let planned =
+            |patched: Option<&Doc>| plan(&one(now.clone()), held(&base, patched), &fold, ROOM);
         assert_eq!(planned(Some(&now)), vec![Action::Write]);
         assert_eq!(planned(None), vec![Action::Patch]);
-        let unchanged = plan(&one(base.clone()), held(&base, None), &fold);
+        let unchanged = plan(&one(base.clone()), held(&base, None), &fold, ROOM);
         assert_eq!(unchanged, vec![Action::Keep]);
     }
 
@@ -655,15 +718,82 @@ mod tests {
         let mut work = one(row("새 본문", 1));
         work.extend(one(row("새 본문", 5)));
         assert_eq!(
-            plan(&work, held(&base, None), &HashSet::new()),
+            plan(&work, held(&base, None), &HashSet::new(), ROOM),
             vec![Action::Write, Action::Patch]
         );
         // Deleted, then found again: written anew.
         let mut work = vec![(SourceId::from_index(0), "1".to_owned(), None)];
         work.extend(one(row("본문", 2)));
         assert_eq!(
-            plan(&work, held(&base, None), &HashSet::new()),
+            plan(&work, held(&base, None), &HashSet::new(), ROOM),
             vec![Action::Delete, Action::Write]
+        );
+    }
+
+    /// A row the index holds twice is rewritten, which ends every copy,
+    /// even when the copies are as the table has it: planned as unchanged,
+    /// healing and `verify --repair` left the second copy for ever.
+    #[test]
+    fn a_row_held_twice_is_rewritten_however_alike_its_copies() {
+        let base = row("본문", 1);
+        let mut twice = held(&base, None);
+        for indexed in twice.values_mut() {
+            indexed.copies = 2;
+        }
+        let planned = |doc: Doc| plan(&one(doc), twice.clone(), &HashSet::new(), ROOM);
+        assert_eq!(planned(base.clone()), vec![Action::Write]);
+        assert_eq!(planned(row("본문", 2)), vec![Action::Write]);
+        // Met again in the same round, the row is held once.
+        let mut work = one(base.clone());
+        work.extend(one(base.clone()));
+        assert_eq!(
+            plan(&work, twice.clone(), &HashSet::new(), ROOM),
+            vec![Action::Write, Action::Keep]
+        );
+    }
+
+    /// Past the bound a round plans no new patch: the row is rewritten
+    /// whole. A row already patched is patched again (its patch replaced,
+    /// no new one), and dropping a patch needs no room.
+    #[test]
+    fn no_new_patch_is_planned_past_the_bound() {
+        let rows = |n: i64| -> (Work, HashMap<String, Indexed>) {
+            let mut work = Vec::new();
+            let mut indexed = HashMap::new();
+            for i in 0..n {
+                let mut doc = row("본문", 1);
+                doc.key = Key::Int(i);
+                indexed.insert(
+                    chaja_index::key_term(doc.source, &i.to_string()),
+                    written(&doc),
+                );
+                doc.attributes = vec![("likes".to_owned(), AttrValue::Int(2))];
+                work.push((doc.source, i.to_string(), Some(doc)));
+            }
+            (work, indexed)
+        };
+        let (work, indexed) = rows(5);
+        let planned = plan(&work, indexed.clone(), &HashSet::new(), 3);
+        assert_eq!(
+            planned,
+            [
+                Action::Patch,
+                Action::Patch,
+                Action::Patch,
+                Action::Write,
+                Action::Write
+            ]
+        );
+        assert_eq!(plan(&work, indexed, &HashSet::new(), 0), [Action::Write; 5]);
+        let base = row("본문", 1);
+        let patched = held(&base, Some(&row("본문", 2)));
+        assert_eq!(
+            plan(&one(row("본문", 3)), patched.clone(), &HashSet::new(), 0),
+            vec![Action::Patch]
+        );
+        assert_eq!(
+            plan(&one(base.clone()), patched, &HashSet::new(), 0),
+            vec![Action::Unpatch]
         );
     }
 }
