@@ -155,6 +155,11 @@ fn search_status(e: &SearchError) -> StatusCode {
         SearchError::Overloaded | SearchError::TimedOut | SearchError::RedisUnavailable(_) => {
             StatusCode::SERVICE_UNAVAILABLE
         }
+        // The index could not read a row back: no answer rather than a
+        // wrong total; another replica, or a rebuild, can answer.
+        SearchError::Index(chaja_index::IndexError::Unreadable(_)) => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -173,6 +178,7 @@ fn search_code(e: &SearchError) -> &'static str {
         SearchError::Overloaded => "overloaded",
         SearchError::TimedOut => "timeout",
         SearchError::RedisUnavailable(_) => "redis_unavailable",
+        SearchError::Index(chaja_index::IndexError::Unreadable(_)) => "index_unreadable",
         _ => "internal",
     }
 }
@@ -188,6 +194,10 @@ impl IntoResponse for ApiError {
             StatusCode::INTERNAL_SERVER_ERROR => {
                 tracing::error!(error = ?self, "request failed");
                 "internal error".to_owned()
+            }
+            _ if self.code() == "index_unreadable" => {
+                tracing::error!(error = ?self, "the index could not read a row back");
+                "the index could not read a matching row back; no answer was given rather than a wrong one, try again later".to_owned()
             }
             _ => self.to_string(),
         };
