@@ -22,10 +22,22 @@
 //! The client is `mysql_async` with its `binlog` feature (see README.md
 //! for why); MariaDB's GTIDs, which it does not know, are read here.
 
+mod change;
+mod ddl;
 mod gtid_set;
 mod mariadb_gtid;
 mod position;
+mod projection;
+mod server_id;
+mod tables;
+mod value;
 
+pub use change::{ChangeKind, Columns, Row, RowChange};
+pub use ddl::DdlKind;
 pub use gtid_set::{BadGtidSet, GtidSet};
 pub use mariadb_gtid::{BadMariaDbGtids, MariaDbGtid, MariaDbGtids};
 pub use position::{BadPosition, Position, ServerIdentity};
+pub use projection::{KeepAll, Projection};
+pub use server_id::{derive_server_id, DERIVED_END, DERIVED_MIN};
+pub use tables::TableName;
+pub use value::Value;
