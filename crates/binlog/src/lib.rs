@@ -22,22 +22,38 @@
 //! The client is `mysql_async` with its `binlog` feature (see README.md
 //! for why); MariaDB's GTIDs, which it does not know, are read here.
 
+mod backoff;
 mod change;
+mod cursor;
 mod ddl;
+mod dump;
+mod error;
+mod event;
+mod group;
 mod gtid_set;
 mod mariadb_gtid;
 mod position;
+mod preflight;
 mod projection;
+mod reader;
+mod rows;
+mod server;
 mod server_id;
 mod tables;
 mod value;
 
+pub use backoff::Backoff;
 pub use change::{ChangeKind, Columns, Row, RowChange};
 pub use ddl::DdlKind;
+pub use error::Error;
+pub use event::{Ddl, Event, Heartbeat, Transaction};
 pub use gtid_set::{BadGtidSet, GtidSet};
 pub use mariadb_gtid::{BadMariaDbGtids, MariaDbGtid, MariaDbGtids};
 pub use position::{BadPosition, Position, ServerIdentity};
+pub use preflight::{preflight, Check, PreflightSettings, Report, Status};
 pub use projection::{KeepAll, Projection};
+pub use reader::{Reader, Settings};
+pub use server::current_position;
 pub use server_id::{derive_server_id, DERIVED_END, DERIVED_MIN};
 pub use tables::TableName;
 pub use value::Value;

@@ -14,9 +14,11 @@ use mysql_async::consts::ColumnType;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Null,
-    /// Signed integers (TINYINT … BIGINT), ENUM (its 1-based index) and YEAR.
+    /// Integers (TINYINT … BIGINT, signed or not) that fit in an i64, ENUM
+    /// (its 1-based index) and YEAR. One variant whatever the signedness,
+    /// so that a key compares equal however its column is declared.
     Int(i64),
-    /// Unsigned integers.
+    /// An unsigned BIGINT above `i64::MAX`.
     UInt(u64),
     Float(f32),
     Double(f64),
@@ -97,7 +99,10 @@ fn from_plain(value: mysql_async::Value, column_type: ColumnType) -> Value {
             ColumnType::MYSQL_TYPE_TIMESTAMP => Value::Timestamp(int.saturating_mul(1_000_000)),
             _ => Value::Int(int),
         },
-        V::UInt(int) => Value::UInt(int),
+        V::UInt(int) => match i64::try_from(int) {
+            Ok(int) => Value::Int(int),
+            Err(_) => Value::UInt(int),
+        },
         V::Float(float) => Value::Float(float),
         V::Double(double) => Value::Double(double),
         V::Bytes(bytes) => from_bytes(bytes, column_type),
@@ -214,6 +219,18 @@ mod tests {
         assert_eq!(
             from_plain(V::Bytes(b"text".to_vec()), ColumnType::MYSQL_TYPE_VARCHAR),
             Value::Bytes(b"text".to_vec())
+        );
+    }
+
+    #[test]
+    fn an_integer_is_one_variant_whatever_its_signedness() {
+        assert_eq!(
+            from_plain(V::UInt(7), ColumnType::MYSQL_TYPE_LONGLONG),
+            Value::Int(7)
+        );
+        assert_eq!(
+            from_plain(V::UInt(u64::MAX), ColumnType::MYSQL_TYPE_LONGLONG),
+            Value::UInt(u64::MAX)
         );
     }
 
