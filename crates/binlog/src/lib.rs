@@ -24,6 +24,7 @@
 
 mod backoff;
 mod change;
+mod checksum;
 mod cursor;
 mod ddl;
 mod dump;

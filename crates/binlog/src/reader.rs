@@ -20,6 +20,7 @@ use mysql_async::binlog::EventType;
 use mysql_async::BinlogStream;
 
 use crate::backoff::Backoff;
+use crate::checksum;
 use crate::cursor::{Cursor, PendingGtid};
 use crate::ddl::{self, DdlKind};
 use crate::dump;
@@ -89,6 +90,9 @@ pub struct Reader<P: Projection> {
     last_timestamp: u32,
     /// When an event was last passed on, for heartbeats of our own.
     last_yield: Instant,
+    /// This dump has sent its format description event (until then, event
+    /// checksums are unknown to mysql_common).
+    format_seen: bool,
     /// Since when the connection is down, and reconnects tried since.
     down_since: Option<Instant>,
     attempts: u32,
@@ -116,6 +120,7 @@ impl<P: Projection> Reader<P> {
             out: VecDeque::new(),
             last_timestamp: 0,
             last_yield: Instant::now(),
+            format_seen: false,
             down_since: None,
             attempts: 0,
         };
@@ -173,6 +178,7 @@ impl<P: Projection> Reader<P> {
             "following the binary log"
         );
         self.stream = Some(dump.stream);
+        self.format_seen = false;
         Ok(())
     }
 
@@ -250,12 +256,17 @@ impl<P: Projection> Reader<P> {
         }
         if event_type == EventType::ROTATE_EVENT as u8 {
             let rotate: RotateEvent<'_> = self.decode("a rotate event", event.read_event())?;
+            let mut name = rotate.name_raw().to_vec();
+            if !self.format_seen {
+                name = checksum::without_checksum(&header_bytes(&header), event.data(), &name);
+            }
+            let name = String::from_utf8_lossy(&name).into_owned();
             let moves_position = !artificial && !self.group.open;
-            self.cursor.rotate(
-                rotate.name().into_owned(),
-                rotate.position(),
-                moves_position,
-            );
+            self.cursor.rotate(name, rotate.position(), moves_position);
+            return Ok(());
+        }
+        if event_type == EventType::FORMAT_DESCRIPTION_EVENT as u8 {
+            self.format_seen = true;
             return Ok(());
         }
         if event_type == mariadb_gtid::GTID_EVENT {
@@ -507,6 +518,18 @@ fn starts_with_words(statement: &str, words: &[&str]) -> bool {
         }
     }
     true
+}
+
+/// The 19 bytes of an event's common header, as they came.
+fn header_bytes(header: &mysql_async::binlog::events::BinlogEventHeader) -> [u8; 19] {
+    let mut bytes = [0u8; 19];
+    bytes[0..4].copy_from_slice(&header.timestamp().to_le_bytes());
+    bytes[4] = header.event_type_raw();
+    bytes[5..9].copy_from_slice(&header.server_id().to_le_bytes());
+    bytes[9..13].copy_from_slice(&header.event_size().to_le_bytes());
+    bytes[13..17].copy_from_slice(&header.log_pos().to_le_bytes());
+    bytes[17..19].copy_from_slice(&header.flags_raw().to_le_bytes());
+    bytes
 }
 
 /// A lost connection, as the error the reconnect loop retries.
