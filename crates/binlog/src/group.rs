@@ -50,14 +50,17 @@ impl<T> Group<T> {
         !self.changes.is_empty() || self.partial_sent || !self.statements.is_empty()
     }
 
-    /// Keeps one change; at `max_changes` returns the batch to pass on now.
+    /// Keeps one change. When `max_changes` are already held, they leave
+    /// first, as the batch to pass on now: so the last batch of a
+    /// transaction is never empty, and leaves with the commit.
     pub(crate) fn push(&mut self, change: T, max_changes: usize) -> Option<Vec<T>> {
-        self.changes.push(change);
-        if self.changes.len() < max_changes.max(1) {
-            return None;
+        let mut full = None;
+        if self.changes.len() >= max_changes.max(1) {
+            self.partial_sent = true;
+            full = Some(std::mem::take(&mut self.changes));
         }
-        self.partial_sent = true;
-        Some(std::mem::take(&mut self.changes))
+        self.changes.push(change);
+        full
     }
 
     pub(crate) fn statement(&mut self, index: usize, schema: String, table: String, kind: DdlKind) {
@@ -107,12 +110,15 @@ mod tests {
     }
 
     #[test]
-    fn an_exact_multiple_still_ends_with_a_commit() {
+    fn an_exact_multiple_leaves_its_last_batch_with_the_commit() {
         let mut group = Group::new();
-        assert!(group.push(1, 1).is_some());
+        assert!(group.push(1, 2).is_none());
+        assert!(group.push(2, 2).is_none());
+        assert_eq!(group.push(3, 2), Some(vec![1, 2]));
+        assert!(group.push(4, 2).is_none());
         let ended = group.end();
-        assert!(ended.changes.is_empty());
-        assert!(ended.partial_sent, "the caller needs the commit's position");
+        assert_eq!(ended.changes, vec![3, 4]);
+        assert!(ended.partial_sent);
     }
 
     #[test]
