@@ -159,10 +159,32 @@ pub(crate) fn classify(error: mysql_async::Error, position: &Position) -> Error 
                 message: message.to_owned(),
             };
         }
+        // The login succeeded before the dump was asked for, so an access
+        // denied here is MariaDB refusing COM_REGISTER_SLAVE, which it
+        // reports as 1045 rather than 1227.
+        if server_error.code == 1045 {
+            return Error::Privilege {
+                grant: "REPLICATION SLAVE".to_owned(),
+                message: message.to_owned(),
+            };
+        }
         if server_error.code == 1236 {
             let lower = message.to_ascii_lowercase();
             if lower.contains("max_allowed_packet") {
                 return Error::EventTooLarge {
+                    position: position.to_string(),
+                    reason: message.to_owned(),
+                };
+            }
+            let not_in_log = [
+                // MariaDB: "connecting slave requested to start from GTID
+                // 0-1-1000, which is not in the master's binlog"
+                "not in the master's binlog",
+                // MySQL: "Slave has more GTIDs than the master has, ..."
+                "more gtids than",
+            ];
+            if not_in_log.iter().any(|needle| lower.contains(needle)) {
+                return Error::NotInLog {
                     position: position.to_string(),
                     reason: message.to_owned(),
                 };
@@ -244,6 +266,22 @@ mod tests {
             "Access denied; you need (at least one of) the REPLICATION SLAVE privilege(s) for this operation",
         );
         match classify(denied, &position()) {
+            Error::Privilege { grant, .. } => assert_eq!(grant, "REPLICATION SLAVE"),
+            other => panic!("{other}"),
+        }
+        let ahead = server_error(
+            1236,
+            "Error: connecting slave requested to start from GTID 0-1-1000, which is not in the master's binlog",
+        );
+        assert!(matches!(
+            classify(ahead, &position()),
+            Error::NotInLog { .. }
+        ));
+        let register_denied = server_error(
+            1045,
+            "Access denied for user 'plain'@'%' (using password: NO)",
+        );
+        match classify(register_denied, &position()) {
             Error::Privilege { grant, .. } => assert_eq!(grant, "REPLICATION SLAVE"),
             other => panic!("{other}"),
         }

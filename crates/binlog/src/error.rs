@@ -37,6 +37,15 @@ pub enum Error {
     )]
     Purged { position: String, reason: String },
 
+    /// The server's log does not hold the position, and not because it
+    /// was purged: the position is ahead of the log (a server restored
+    /// from an older backup, or a diverged one), or from another topology.
+    #[error(
+        "binlog position {position} is not in this server's binary log: {reason}. \
+         Start again from a new snapshot of this server"
+    )]
+    NotInLog { position: String, reason: String },
+
     /// A file and offset written by another server: meaningless here.
     #[error(
         "binlog position {position} is a file and offset of the server with {saved}, \
