@@ -108,7 +108,22 @@ fn set_global(name: &str, value: &str) -> String {
 
 /// Checks the server at `url` for a reader with `settings`.
 pub async fn preflight(url: &str, settings: &PreflightSettings) -> Result<Report, Error> {
-    let mut conn = server::connect(url).await?;
+    let mut conn = match server::connect(url).await {
+        Ok(conn) => conn,
+        // The URL's database is one the user may not read: a grant, so a
+        // finding rather than an error.
+        Err(Error::Database(mysql_async::Error::Server(error))) if error.code == 1044 => {
+            let mut report = Report::default();
+            report.push(
+                "connect",
+                Status::Fail,
+                error.message.clone(),
+                Some(database_grant(&error.message)),
+            );
+            return Ok(report);
+        }
+        Err(error) => return Err(error),
+    };
     let result = checks(&mut conn, settings).await;
     let _ = conn.disconnect().await;
     result
@@ -441,6 +456,23 @@ async fn tables(conn: &mut Conn, report: &mut Report, tables: &[TableName]) -> R
     Ok(())
 }
 
+/// The grant an "Access denied for user 'u'@'h' to database 'd'" (1044)
+/// asks for.
+fn database_grant(message: &str) -> String {
+    let user = message
+        .split_once("for user ")
+        .and_then(|(_, rest)| rest.split_once(" to database"))
+        .map(|(user, _)| user.to_owned());
+    let database = message
+        .rsplit_once("to database '")
+        .and_then(|(_, rest)| rest.strip_suffix('\''))
+        .map(quote_name);
+    match (user, database) {
+        (Some(user), Some(database)) => format!("GRANT SELECT ON {database}.* TO {user};"),
+        _ => "GRANT SELECT ON <the URL's database>.* TO <the reader's user>;".to_owned(),
+    }
+}
+
 /// A backquoted identifier.
 fn quote_name(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
@@ -539,6 +571,14 @@ mod tests {
             "GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost` WITH GRANT OPTION".to_owned(),
         ]);
         assert!(holds(&all, &["REPLICATION CLIENT"]));
+    }
+
+    #[test]
+    fn a_denied_database_names_its_grant() {
+        assert_eq!(
+            database_grant("Access denied for user 'bare'@'%' to database 'test'"),
+            "GRANT SELECT ON `test`.* TO 'bare'@'%';"
+        );
     }
 
     #[test]
