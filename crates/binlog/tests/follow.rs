@@ -142,6 +142,43 @@ async fn a_rolled_back_transaction_yields_nothing() {
 }
 
 #[tokio::test]
+async fn a_rollback_keeps_the_rows_of_a_non_transactional_table() {
+    // MyISAM rows cannot be rolled back: the log keeps them in a group of
+    // their own, ended by a COMMIT query, and they must be passed on.
+    let server = MariaDb::start().await;
+    server
+        .sql(&[
+            "CREATE TABLE test.q (id INT PRIMARY KEY) ENGINE=InnoDB",
+            "CREATE TABLE test.m (id INT PRIMARY KEY) ENGINE=MyISAM",
+        ])
+        .await;
+    let start = current_position(&server.url()).await.unwrap();
+    let mut reader = Reader::start(settings(&server, &["q", "m"]), start, KeepAll)
+        .await
+        .unwrap();
+
+    server
+        .sql(&[
+            "BEGIN",
+            "INSERT INTO test.q VALUES (1)",
+            "INSERT INTO test.m VALUES (2)",
+            "ROLLBACK",
+            "INSERT INTO test.m VALUES (3)",
+        ])
+        .await;
+
+    let transactions = drain(&mut reader).await;
+    assert_eq!(inserted_ids(&transactions), vec![2, 3]);
+    for transaction in &transactions {
+        assert!(transaction.changes.iter().all(|(table, _)| *table == 1));
+    }
+    assert_eq!(
+        reader.position(),
+        &current_position(&server.url()).await.unwrap()
+    );
+}
+
+#[tokio::test]
 async fn interleaved_transactions_come_out_in_commit_order() {
     let server = MariaDb::start().await;
     server
