@@ -246,11 +246,13 @@ impl<P: Projection> Reader<P> {
         }
 
         if event_type == EventType::HEARTBEAT_EVENT as u8 || event_type == HEARTBEAT_LOG_EVENT_V2 {
-            // The server has nothing more to send: caught up.
+            // The server has nothing more to send: caught up, unless it
+            // paused inside a transaction.
+            let inside = self.group.open || self.group.has_content();
             self.out.push_back(Event::Heartbeat(Heartbeat {
                 position: self.cursor.committed().clone(),
                 seconds_behind: 0,
-                caught_up: true,
+                caught_up: !inside,
             }));
             return Ok(());
         }
@@ -313,6 +315,17 @@ impl<P: Projection> Reader<P> {
         {
             self.commit(header.timestamp());
             return Ok(());
+        }
+        if event_type == EventType::INCIDENT_EVENT as u8 {
+            // A replica stops here too: the server says events are missing
+            // from its log (it failed to write some), so the log alone can
+            // no longer bring the reader up to date.
+            return Err(Error::Unsupported {
+                position: self.cursor.committed().to_string(),
+                what: "an incident event: the server reports changes missing from its \
+                       binary log; start again from a new snapshot"
+                    .to_owned(),
+            });
         }
         if MARIADB_COMPRESSED.contains(&event_type) {
             return Err(Error::Unsupported {
