@@ -658,3 +658,32 @@ async fn a_locking_read_sees_every_row_the_log_names() {
     writer.await.unwrap();
     println!("plain re-reads that missed a row the log named: {plain_misses} of {writes}");
 }
+
+/// Documents what the log lacks: rows removed by `ON DELETE CASCADE` have
+/// no row events (MariaDB logs the parent's delete only), so a caller
+/// cannot learn of them from the log and needs `verify --repair`.
+#[tokio::test]
+async fn a_cascading_delete_logs_the_parent_row_only() {
+    let server = MariaDb::start().await;
+    server
+        .sql(&[
+            "CREATE TABLE test.p (id INT PRIMARY KEY)",
+            "CREATE TABLE test.c (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES test.p (id) ON DELETE CASCADE)",
+            "INSERT INTO test.p VALUES (1)",
+            "INSERT INTO test.c VALUES (10, 1), (11, 1)",
+        ])
+        .await;
+    let start = current_position(&server.url()).await.unwrap();
+    let mut reader = Reader::start(settings(&server, &["p", "c"]), start, KeepAll)
+        .await
+        .unwrap();
+    server.sql(&["DELETE FROM test.p WHERE id = 1"]).await;
+    let transactions = drain(&mut reader).await;
+    assert_eq!(transactions.len(), 1);
+    let tables: Vec<usize> = transactions[0]
+        .changes
+        .iter()
+        .map(|(table, _)| *table)
+        .collect();
+    assert_eq!(tables, vec![0], "only the parent's row is in the log");
+}
