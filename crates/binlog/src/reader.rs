@@ -128,7 +128,9 @@ impl<P: Projection> Reader<P> {
         Ok(reader)
     }
 
-    /// The point just after the last transaction passed on.
+    /// The point just after the last transaction read, which may still
+    /// wait in the queue for `next()`. Store the positions the events
+    /// carry, not this.
     pub fn position(&self) -> &Position {
         self.cursor.committed()
     }
@@ -579,6 +581,16 @@ mod tests {
         assert!(starts_with_words("XA PREPARE 'x'", &["XA", "PREPARE"]));
         assert!(!starts_with_words("XA", &["XA", "START"]));
         assert!(!starts_with_words("XAX START", &["XA", "START"]));
+    }
+
+    /// The mirror runs the reader in a task of its own: it and its
+    /// `next()` must be Send. (Checked by compiling.)
+    #[allow(dead_code)]
+    fn reader_and_next_are_send(reader: &mut Reader<crate::KeepAll>) {
+        fn send<T: Send>(_: &T) {}
+        send(reader);
+        let next = reader.next();
+        send(&next);
     }
 
     #[test]
