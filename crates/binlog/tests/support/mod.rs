@@ -1,9 +1,9 @@
 //! A private MariaDB per test, with a binary log, on a free port and a
 //! temporary data directory; killed on drop.
 //!
-//! `mariadb-install-db` runs once per test binary into a template
-//! directory, which each server copies: installing takes seconds, copying
-//! a few milliseconds.
+//! `mariadb-install-db` runs once into a template directory under the
+//! target directory (kept across runs, so /tmp does not fill up), which
+//! each server copies: installing takes seconds, copying milliseconds.
 
 #![allow(dead_code)]
 
@@ -28,8 +28,15 @@ pub const BINLOG: [&str; 4] = [
 fn template() -> &'static Path {
     static TEMPLATE: OnceLock<PathBuf> = OnceLock::new();
     TEMPLATE.get_or_init(|| {
-        let dir =
-            std::env::temp_dir().join(format!("chaja-binlog-template-{}", std::process::id()));
+        // One per test binary (they run one after another), each made
+        // whole before it is marked done.
+        let binary = std::env::current_exe().unwrap();
+        let name = binary.file_stem().unwrap().to_string_lossy().into_owned();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("mariadb-template-{name}"));
+        let done = dir.join("chaja-template-done");
+        if done.exists() {
+            return dir;
+        }
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let status = Command::new("mariadb-install-db")
@@ -42,6 +49,7 @@ fn template() -> &'static Path {
             .status()
             .expect("mariadb-install-db (the MariaDB server package) is installed");
         assert!(status.success(), "mariadb-install-db failed");
+        std::fs::write(&done, "").unwrap();
         dir
     })
 }
@@ -78,6 +86,7 @@ impl MariaDb {
             .status()
             .unwrap();
         assert!(status.success());
+        let _ = std::fs::remove_file(datadir.path().join("chaja-template-done"));
         let mut server = MariaDb {
             datadir,
             port: free_port(),
