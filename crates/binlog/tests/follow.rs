@@ -687,3 +687,26 @@ async fn a_cascading_delete_logs_the_parent_row_only() {
         .collect();
     assert_eq!(tables, vec![0], "only the parent's row is in the log");
 }
+
+#[tokio::test]
+async fn current_position_is_the_logs_gtid_position_when_idle() {
+    let server = MariaDb::start().await;
+    server
+        .sql(&[
+            "CREATE TABLE test.q (id INT PRIMARY KEY)",
+            "INSERT INTO test.q VALUES (1)",
+        ])
+        .await;
+    let mut conn = server.conn().await;
+    let gtid_binlog_pos: String = conn
+        .query_first("SELECT @@gtid_binlog_pos")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!gtid_binlog_pos.is_empty());
+    let position = current_position(&server.url()).await.unwrap();
+    assert_eq!(
+        position.to_string(),
+        format!("mariadb-gtid:server_id=1:{gtid_binlog_pos}")
+    );
+}
