@@ -102,7 +102,9 @@ impl<P: Projection> Reader<P> {
     /// Connects and asks for the log just after `from`. A position the
     /// server can tell at once it cannot serve (another server's file,
     /// a purged MySQL GTID set) is refused here; a purge MariaDB or a file
-    /// position reports is the first `next()`'s error.
+    /// position reports is the first `next()`'s error. A server that cannot
+    /// be reached is an error here too (`Error::is_transient` says whether
+    /// to try again): only once started does the reader retry on its own.
     pub async fn start(
         settings: Settings,
         from: Position,
