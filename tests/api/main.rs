@@ -8,6 +8,7 @@ mod concurrency;
 mod counters;
 mod facets;
 mod faults;
+mod fixtures;
 mod helpers;
 mod http_client;
 mod korean;
