@@ -22,5 +22,6 @@ mod property;
 mod scale;
 mod search;
 mod seed;
+mod settings;
 mod sources;
 mod unreadable;
