@@ -6,6 +6,7 @@
 use chaja_store::outbox;
 
 use crate::both_stores;
+use crate::fixtures::board;
 use std::time::Duration;
 
 use crate::helpers::{
@@ -19,58 +20,6 @@ both_stores!(
     attribute_updates_are_patches_that_survive_kill_9,
     patches_beyond_the_bound_are_folded_into_documents,
 );
-
-fn board(store: Store) -> &'static [&'static str] {
-    match store {
-        Store::MySql => &["CREATE TABLE post (
-            id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-            member_id BIGINT NOT NULL,
-            title VARCHAR(255) NOT NULL,
-            body TEXT NOT NULL,
-            view_count INT NOT NULL DEFAULT 0,
-            like_count INT NOT NULL DEFAULT 0,
-            is_deleted BIT(1) NOT NULL DEFAULT b'0',
-            created_at DATETIME(6) NOT NULL,
-            updated_at DATETIME(6) NULL
-        ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"],
-        Store::Sqlite => &["CREATE TABLE post (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            member_id BIGINT NOT NULL,
-            title VARCHAR(255) NOT NULL,
-            body TEXT NOT NULL,
-            view_count INT NOT NULL DEFAULT 0,
-            like_count INT NOT NULL DEFAULT 0,
-            is_deleted INTEGER NOT NULL DEFAULT 0,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NULL
-        )"],
-    }
-}
-
-const BOARD: &str = r#"
-[[source]]
-name = "post"
-table = "post"
-id = "id"
-created_at = "created_at"
-fields = ["title", "body"]
-filter = "is_deleted = 0"
-attributes = ["member_id"]
-"#;
-
-/// The board with its like count returned, filtered and sorted on.
-const BOARD_WITH_LIKES: &str = r#"
-[[source]]
-name = "post"
-table = "post"
-id = "id"
-created_at = "created_at"
-fields = ["title", "body"]
-filter = "is_deleted = 0"
-attributes = ["member_id", "like_count"]
-numeric = ["like_count"]
-sortable = ["like_count"]
-"#;
 
 async fn outbox_rows(app: &TestApp) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM search_outbox")
@@ -87,7 +36,7 @@ async fn written(app: &TestApp, sql: &str) -> i64 {
 }
 
 async fn counter_updates_write_nothing_and_read_columns_one_row_each(store: Store) {
-    let app = spawn_app_on_schema(store, board(store), BOARD).await;
+    let app = spawn_app_on_schema(store, board::schema(store), board::CONFIG).await;
     for i in 1..=10 {
         app.sql(&format!(
             "INSERT INTO post (member_id, title, body, created_at) VALUES ({i}, '게시글 {i}', '본문 {i}', '2026-01-{i:02} 10:00:00')"
@@ -204,7 +153,7 @@ async fn the_demos_triggers_are_upgraded_to_compare_columns(store: Store) {
 #[cfg(feature = "loadtest")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_counters_scenario_runs_on_any_table() {
-    let app = spawn_app_on_schema(Store::Sqlite, board(Store::Sqlite), BOARD).await;
+    let app = spawn_app_on_schema(Store::Sqlite, board::schema(Store::Sqlite), board::CONFIG).await;
     for i in 1..=20 {
         app.sql(&format!(
             "INSERT INTO post (member_id, title, body, created_at) VALUES (1, '글 {i}', '본문', '2026-01-01 00:00:00')"
@@ -298,7 +247,7 @@ async fn caught_up(app: &TestApp, port: u16) {
 /// text change then rewrites the row and drops its patch; a like back to
 /// the document's count drops it too.
 async fn attribute_updates_are_patches_that_survive_kill_9(store: Store) {
-    let app = spawn_app_on_schema(store, board(store), BOARD_WITH_LIKES).await;
+    let app = spawn_app_on_schema(store, board::schema(store), board::CONFIG_WITH_LIKES).await;
     for i in 1..=10 {
         app.sql(&format!(
             "INSERT INTO post (member_id, title, body, created_at) VALUES ({i}, '게시글 {i}', '본문 {i}', '2026-01-{i:02} 10:00:00')"
@@ -382,9 +331,14 @@ async fn attribute_updates_are_patches_that_survive_kill_9(store: Store) {
 /// the indexer rewrites patched rows whole when it is idle: the count
 /// comes down to the bound, and the answers stay those of the table.
 async fn patches_beyond_the_bound_are_folded_into_documents(store: Store) {
-    let app = spawn_app_on_schema_with(store, board(store), BOARD_WITH_LIKES, |args| {
-        args.mirror.max_patches = 2;
-    })
+    let app = spawn_app_on_schema_with(
+        store,
+        board::schema(store),
+        board::CONFIG_WITH_LIKES,
+        |args| {
+            args.mirror.max_patches = 2;
+        },
+    )
     .await;
     for i in 1..=8 {
         app.sql(&format!(

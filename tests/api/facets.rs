@@ -9,6 +9,7 @@ use serde_json::Value;
 use sqlx::Row;
 
 use crate::both_stores;
+use crate::fixtures::review;
 use crate::helpers::{spawn_app_on_schema, Store, TestApp};
 use crate::http_client::StatusCode;
 
@@ -17,45 +18,6 @@ both_stores!(
     bad_facet_range_and_sort_parameters_get_400,
     a_numeric_attribute_that_holds_no_number_is_missing_not_a_failure,
 );
-
-fn schema(store: Store) -> &'static [&'static str] {
-    match store {
-        Store::MySql => &["CREATE TABLE review (
-                id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-                product_id BIGINT NOT NULL,
-                rating TINYINT NULL,
-                like_count INT NOT NULL DEFAULT 0,
-                category VARCHAR(20) NULL,
-                body TEXT NOT NULL,
-                created_at DATETIME(6) NOT NULL,
-                deleted_at DATETIME(6) NULL
-            ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"],
-        Store::Sqlite => &["CREATE TABLE review (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                product_id BIGINT NOT NULL,
-                rating INTEGER NULL,
-                like_count INTEGER NOT NULL DEFAULT 0,
-                category TEXT NULL,
-                body TEXT NOT NULL,
-                created_at TEXT NOT NULL,
-                deleted_at TEXT NULL
-            )"],
-    }
-}
-
-const CONFIG: &str = r#"
-[[source]]
-name = "review"
-table = "review"
-id = "id"
-created_at = "created_at"
-fields = ["body"]
-filter = "deleted_at IS NULL"
-attributes = ["product_id", "rating", "like_count", "category"]
-numeric = ["rating"]
-facets = ["rating", "category"]
-sortable = ["like_count"]
-"#;
 
 const WORDS: [&str; 4] = ["배송", "포장", "가격", "품질"];
 const CATEGORIES: [&str; 3] = ["의류", "가전", "식품"];
@@ -236,7 +198,7 @@ async fn check_against_sql(app: &TestApp, step: &str) {
 }
 
 async fn facets_ranges_and_attribute_sorts_equal_sql(store: Store) {
-    let app = spawn_app_on_schema(store, schema(store), CONFIG).await;
+    let app = spawn_app_on_schema(store, review::schema(store), review::CONFIG).await;
     fill(&app).await;
     check_against_sql(&app, "seeded").await;
 
@@ -274,7 +236,7 @@ async fn facets_ranges_and_attribute_sorts_equal_sql(store: Store) {
 }
 
 async fn bad_facet_range_and_sort_parameters_get_400(store: Store) {
-    let app = spawn_app_on_schema(store, schema(store), CONFIG).await;
+    let app = spawn_app_on_schema(store, review::schema(store), review::CONFIG).await;
     for (extra, code) in [
         ("&facets=product_id", "invalid_facet"),
         ("&facets=nope", "invalid_facet"),
@@ -316,7 +278,7 @@ async fn bad_facet_range_and_sort_parameters_get_400(store: Store) {
 /// one and any other is missing: the row is indexed and found, matches no
 /// range, and sorts last.
 async fn a_numeric_attribute_that_holds_no_number_is_missing_not_a_failure(store: Store) {
-    let config = CONFIG
+    let config = review::CONFIG
         .replace(
             "numeric = [\"rating\"]",
             "numeric = [\"rating\", \"category\"]",
@@ -325,7 +287,7 @@ async fn a_numeric_attribute_that_holds_no_number_is_missing_not_a_failure(store
             "sortable = [\"like_count\"]",
             "sortable = [\"like_count\", \"category\"]",
         );
-    let app = spawn_app_on_schema(store, schema(store), &config).await;
+    let app = spawn_app_on_schema(store, review::schema(store), &config).await;
     app.sql(
         "INSERT INTO review (product_id, rating, like_count, category, body, created_at) VALUES \
          (1, 5, 0, '3', '배송 하나', '2025-04-01 10:00:00.000000'), \

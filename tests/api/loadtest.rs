@@ -143,6 +143,9 @@ fn charts_drawn(page: &std::path::Path) -> usize {
         .count()
 }
 
+/// A table of its own, not the board (`crate::fixtures`): a note has no
+/// author and its time is epoch milliseconds, which the rows below are
+/// written for.
 const NOTES: &[&str] = &["CREATE TABLE note (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     title TEXT NOT NULL,

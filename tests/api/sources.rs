@@ -11,6 +11,7 @@ use sqlx::Row;
 use chaja_store::{Db, Dialect};
 
 use crate::both_stores;
+use crate::fixtures::qa;
 use crate::helpers::{free_port, spawn_app_on_schema, wait_until, Database, Store, TestApp};
 use crate::http_client::StatusCode;
 
@@ -26,70 +27,6 @@ both_stores!(
     a_changed_key_leaves_the_old_one_behind,
     a_dropped_trigger_is_not_hidden_by_the_install_record,
 );
-
-/// A Q&A site's two tables: questions are soft-deleted and can be hidden
-/// by status; answers belong to a question and a member.
-fn qa_schema(store: Store) -> &'static [&'static str] {
-    match store {
-        Store::MySql => &[
-            "CREATE TABLE question (
-                id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-                member_id BIGINT NOT NULL,
-                title VARCHAR(255) NOT NULL,
-                body TEXT NOT NULL,
-                status VARCHAR(20) NOT NULL DEFAULT 'PUBLIC',
-                created_at DATETIME(6) NOT NULL,
-                deleted_at DATETIME(6) NULL
-            ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-            "CREATE TABLE answer (
-                id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
-                question_id BIGINT NOT NULL,
-                member_id BIGINT NOT NULL,
-                body TEXT NOT NULL,
-                created_at DATETIME(6) NOT NULL,
-                KEY FK_answer_question (question_id),
-                CONSTRAINT FK_answer_question FOREIGN KEY (question_id) REFERENCES question (id)
-            ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-        ],
-        Store::Sqlite => &[
-            "CREATE TABLE question (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                member_id BIGINT NOT NULL,
-                title VARCHAR(255) NOT NULL,
-                body TEXT NOT NULL,
-                status VARCHAR(20) NOT NULL DEFAULT 'PUBLIC',
-                created_at TEXT NOT NULL,
-                deleted_at TEXT NULL
-            )",
-            "CREATE TABLE answer (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                question_id BIGINT NOT NULL REFERENCES question (id),
-                member_id BIGINT NOT NULL,
-                body TEXT NOT NULL,
-                created_at TEXT NOT NULL
-            )",
-        ],
-    }
-}
-
-const QA_CONFIG: &str = r#"
-[[source]]
-name = "question"
-table = "question"
-id = "id"
-created_at = "created_at"
-fields = ["title", "body"]
-filter = "deleted_at IS NULL AND status = 'PUBLIC'"
-attributes = ["member_id"]
-
-[[source]]
-name = "answer"
-table = "answer"
-id = "id"
-created_at = "created_at"
-fields = ["body"]
-attributes = ["member_id", "question_id"]
-"#;
 
 type HitKey = (String, Value);
 
@@ -146,7 +83,7 @@ async fn assert_answers(app: &TestApp, keyword: &str, want: &[HitKey], step: &st
 }
 
 async fn plain_sql_changes_follow_the_visibility_predicate(store: Store) {
-    let app = spawn_app_on_schema(store, qa_schema(store), QA_CONFIG).await;
+    let app = spawn_app_on_schema(store, qa::schema(store), qa::CONFIG).await;
     app.sql(
         "INSERT INTO question (member_id, title, body, created_at) VALUES \
          (7, '스프링 트랜잭션 질문', '롤백이 안 됩니다', '2025-03-01 10:00:00.000000'), \
@@ -222,7 +159,7 @@ async fn plain_sql_changes_follow_the_visibility_predicate(store: Store) {
 }
 
 async fn attributes_are_returned_and_filter_across_sources(store: Store) {
-    let app = spawn_app_on_schema(store, qa_schema(store), QA_CONFIG).await;
+    let app = spawn_app_on_schema(store, qa::schema(store), qa::CONFIG).await;
     app.sql(
         "INSERT INTO question (member_id, title, body, created_at) VALUES \
          (7, '배포 질문', '무중단 배포가 궁금해요', '2025-03-01 10:00:00.000000'), \
@@ -305,6 +242,8 @@ async fn created_at_is_converted_from_each_column_type(store: Store) {
         Store::MySql => "id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
         Store::Sqlite => "id INTEGER PRIMARY KEY AUTOINCREMENT",
     };
+    // Tables of their own, not a fixture: the type of `created_at` is what
+    // this test varies.
     let table = |name: &str, created_at: &str| {
         format!("CREATE TABLE {name} ({id}, body TEXT NOT NULL, created_at {created_at} NOT NULL){engine}")
     };
@@ -386,6 +325,8 @@ async fn created_at_is_converted_from_each_column_type(store: Store) {
 }
 
 async fn a_string_key_is_returned_as_a_string(store: Store) {
+    // Not the board's `post` (crate::fixtures::board): a string key is what
+    // this test is about.
     let schema: &[&str] = match store {
         Store::MySql => &["CREATE TABLE post (
             id VARCHAR(36) NOT NULL PRIMARY KEY,
@@ -552,8 +493,8 @@ fn said(output: &std::process::Output) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn install_print_changes_nothing_and_uninstall_restores_the_schema() {
     let database = Database::create(Store::MySql).await;
-    database.run(qa_schema(Store::MySql)).await;
-    let config = database.write_config(QA_CONFIG);
+    database.run(qa::schema(Store::MySql)).await;
+    let config = database.write_config(qa::CONFIG);
     let config_arg = config.to_str().unwrap();
     let db = Db::connect_lazy(&database.url, 1).unwrap();
     let own = ["question", "answer"];
@@ -661,13 +602,13 @@ async fn install_print_changes_nothing_and_uninstall_restores_the_schema() {
 
 async fn a_missing_column_installs_nothing_and_names_it(store: Store) {
     let database = Database::create(store).await;
-    database.run(qa_schema(store)).await;
+    database.run(qa::schema(store)).await;
     let db = Db::connect_lazy(&database.url, 1).unwrap();
     let own = ["question", "answer"];
     let before = snapshot(&db, &own).await;
     // The first source is fine; the second has a typo in a column, then a
     // table. Nothing at all may be installed, the good source included.
-    let good = QA_CONFIG.split("[[source]]").nth(1).unwrap();
+    let good = qa::CONFIG.split("[[source]]").nth(1).unwrap();
     for (bad, names) in [
         (
             "name = \"answer\"\ntable = \"answer\"\nid = \"id\"\ncreated_at = \"created_at\"\n\
@@ -705,8 +646,8 @@ async fn a_missing_column_installs_nothing_and_names_it(store: Store) {
 
 async fn serve_without_install_says_to_run_chaja_install(store: Store) {
     let database = Database::create(store).await;
-    database.run(qa_schema(store)).await;
-    let config = database.write_config(QA_CONFIG);
+    database.run(qa::schema(store)).await;
+    let config = database.write_config(qa::CONFIG);
     let output = chaja(
         &database,
         &["serve", "--config", config.to_str().unwrap()],
@@ -720,7 +661,7 @@ async fn serve_without_install_says_to_run_chaja_install(store: Store) {
 }
 
 async fn a_config_with_sources_serves_no_demo_tables_or_routes(store: Store) {
-    let app = spawn_app_on_schema(store, qa_schema(store), QA_CONFIG).await;
+    let app = spawn_app_on_schema(store, qa::schema(store), qa::CONFIG).await;
     let (status, _) = app
         .post(
             "/api/questions",
@@ -746,7 +687,7 @@ async fn a_config_with_sources_serves_no_demo_tables_or_routes(store: Store) {
 /// content: a plain UPDATE the triggers never saw is stale, though no
 /// `updated_at` moved, and `--repair` brings it back through the outbox.
 async fn reindex_and_verify_work_per_source(store: Store) {
-    let app = spawn_app_on_schema(store, qa_schema(store), QA_CONFIG).await;
+    let app = spawn_app_on_schema(store, qa::schema(store), qa::CONFIG).await;
     app.sql(
         "INSERT INTO question (member_id, title, body, created_at, deleted_at) VALUES \
          (7, '인덱스 질문', '재색인 본문', '2025-03-01 10:00:00.000000', NULL), \
@@ -822,7 +763,7 @@ async fn reindex_and_verify_work_per_source(store: Store) {
 /// An UPDATE of the key itself: the row now lives under the new key, and
 /// the old key must leave the index (the update trigger records both).
 async fn a_changed_key_leaves_the_old_one_behind(store: Store) {
-    let app = spawn_app_on_schema(store, qa_schema(store), QA_CONFIG).await;
+    let app = spawn_app_on_schema(store, qa::schema(store), qa::CONFIG).await;
     app.sql(
         "INSERT INTO question (member_id, title, body, created_at) VALUES \
          (7, '키 변경', '본문', '2025-03-01 10:00:00.000000')",
@@ -842,7 +783,7 @@ async fn a_changed_key_leaves_the_old_one_behind(store: Store) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_trigger_privilege_is_named_and_installs_nothing() {
     let database = Database::create(Store::MySql).await;
-    database.run(qa_schema(Store::MySql)).await;
+    database.run(qa::schema(Store::MySql)).await;
     let db = Db::connect_lazy(&database.url, 1).unwrap();
     let own = ["question", "answer"];
     let before = snapshot(&db, &own).await;
@@ -868,7 +809,7 @@ async fn a_missing_trigger_privilege_is_named_and_installs_nothing() {
     }
     let (_, address) = database.url.rsplit_once('@').unwrap();
     let url = format!("mysql://{user}:app@{address}");
-    let config = database.write_config(QA_CONFIG);
+    let config = database.write_config(qa::CONFIG);
     let output = chaja(
         &database,
         &["install", "--config", config.to_str().unwrap()],
@@ -931,11 +872,11 @@ async fn the_binary_log_rule_for_triggers_is_explained() {
     }
     let site = root.replace("/test", "/site");
     let db = Db::connect_lazy(&site, 1).unwrap();
-    for statement in qa_schema(Store::MySql) {
+    for statement in qa::schema(Store::MySql) {
         sqlx::query(statement).execute(&db.pool).await.unwrap();
     }
     let database = Database::create(Store::Sqlite).await; // a directory and a config file
-    let config = database.write_config(QA_CONFIG);
+    let config = database.write_config(qa::CONFIG);
     let app_url = site.replace("mysql://root@", "mysql://app:app@");
     let args = ["install", "--config", config.to_str().unwrap()];
     let env = [("DATABASE_URL", app_url)];
@@ -976,6 +917,8 @@ async fn the_binary_log_rule_for_triggers_is_explained() {
 /// trigger compares bytes, so the old key leaves the index.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_changed_in_case_only_leaves_the_old_one() {
+    // A table of its own: a string key under MySQL's case-insensitive
+    // collation is what this test is about.
     let schema = ["CREATE TABLE tag (
         code VARCHAR(40) NOT NULL PRIMARY KEY,
         body TEXT NOT NULL,
@@ -1011,8 +954,8 @@ async fn a_key_changed_in_case_only_leaves_the_old_one() {
 /// install: the record stands in only for triggers this user cannot see.
 async fn a_dropped_trigger_is_not_hidden_by_the_install_record(store: Store) {
     let database = Database::create(store).await;
-    database.run(qa_schema(store)).await;
-    let config = database.write_config(QA_CONFIG);
+    database.run(qa::schema(store)).await;
+    let config = database.write_config(qa::CONFIG);
     let db = Db::connect_lazy(&database.url, 1).unwrap();
     let file = chaja_core::sources::ConfigFile::load(&config).unwrap();
     chaja_store::install::install(&db, file.sources.as_ref().unwrap())

@@ -54,6 +54,8 @@ async fn text_that_is_not_utf8_does_not_stop_the_mirror() {
     app.finish().await;
 }
 
+/// A table of its own, not a fixture (`crate::fixtures`): its key is TEXT,
+/// so that a key that is not valid UTF-8 can be stored.
 const NOTES: &[&str] = &["CREATE TABLE note (
     code TEXT NOT NULL PRIMARY KEY,
     body TEXT NOT NULL,
