@@ -215,6 +215,7 @@ impl App {
                 args.limits.max_queued_searches,
             ),
             blake3::derive_key("chaja search cursor v1", secret.as_bytes()),
+            args.limits.cursor_keep_alive(),
             args.limits.request_timeout(),
         );
         Ok(App {

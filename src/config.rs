@@ -526,6 +526,12 @@ pub struct LimitArgs {
     #[arg(long = "request-timeout-ms", env = "CHAJA_REQUEST_TIMEOUT_MS", default_value = "10000", value_parser = millis)]
     pub request_timeout: Duration,
 
+    /// How long a cursor walk may pause between two pages, in seconds: its
+    /// pages read the index as its first page did (a point in time), held
+    /// this long after each page; a later page gets a 410. At least 60.
+    #[arg(long = "cursor-keep-alive-secs", env = "CHAJA_CURSOR_KEEP_ALIVE_SECS", default_value = "120", value_parser = secs)]
+    pub cursor_keep_alive: Duration,
+
     /// Requests in flight before new ones are shed with a 503.
     #[arg(long, env = "CHAJA_MAX_IN_FLIGHT", default_value_t = 1024)]
     pub max_in_flight: usize,
@@ -568,6 +574,12 @@ pub struct LimitArgs {
 impl LimitArgs {
     pub fn request_timeout(&self) -> Duration {
         self.request_timeout.max(Duration::from_millis(1))
+    }
+
+    /// The keep-alive of a walk's point in time: never under the 60 s a
+    /// client is promised.
+    pub fn cursor_keep_alive(&self) -> Duration {
+        self.cursor_keep_alive.max(Duration::from_secs(60))
     }
 
     pub fn search_turns(&self) -> usize {

@@ -263,6 +263,7 @@ fn answer(watermark: i64) -> Answer {
         more: false,
         watermark,
         computed_at_ms: chaja_core::clock::now_ms(),
+        snapshot: None,
     }
 }
 

@@ -6,6 +6,7 @@ mod cache;
 mod checker;
 mod concurrency;
 mod counters;
+mod cursors;
 mod facets;
 mod faults;
 mod fixtures;

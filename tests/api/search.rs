@@ -306,7 +306,18 @@ async fn cursor_secrets_are_generated_once_and_shared() {
     replica.wait_indexed().await;
     let first = app.search("커서", "&size=1").await;
     let cursor = first["next_cursor"].as_str().unwrap().to_owned();
-    let next = replica
+    // The replica reads the cursor (its MAC checks out with the shared
+    // secret), but holds no point in time of the primary's: a 410 that
+    // restarts the walk, not a 400 for a forged cursor (below), and not a
+    // page of another point in time.
+    let (status, body) = replica
+        .get(&format!(
+            "/api/search?q=%EC%BB%A4%EC%84%9C&size=1&cursor={cursor}"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::GONE, "{body}");
+    assert_eq!(body["error"]["code"], "cursor_expired");
+    let next = app
         .search("커서", &format!("&size=1&cursor={cursor}"))
         .await;
     assert_eq!(

@@ -155,6 +155,8 @@ fn search_status(e: &SearchError) -> StatusCode {
         SearchError::Overloaded | SearchError::TimedOut | SearchError::RedisUnavailable(_) => {
             StatusCode::SERVICE_UNAVAILABLE
         }
+        // The walk's point in time is gone for good: start it again.
+        SearchError::CursorExpired => StatusCode::GONE,
         // The index could not read a row back: no answer rather than a
         // wrong total; another replica, or a rebuild, can answer.
         SearchError::Index(chaja_index::IndexError::Unreadable(_)) => {
@@ -178,6 +180,7 @@ fn search_code(e: &SearchError) -> &'static str {
         SearchError::Overloaded => "overloaded",
         SearchError::TimedOut => "timeout",
         SearchError::RedisUnavailable(_) => "redis_unavailable",
+        SearchError::CursorExpired => "cursor_expired",
         SearchError::Index(chaja_index::IndexError::Unreadable(_)) => "index_unreadable",
         _ => "internal",
     }

@@ -20,6 +20,7 @@ use chaja_index::search::{
 };
 use chaja_search::cache::CacheStatus;
 use chaja_search::cursor::{self, CursorError};
+use chaja_search::snapshots::SnapshotId;
 use chaja_search::trending::{Trend, Window};
 use chaja_search::{Alternative, Asked};
 
@@ -117,7 +118,12 @@ pub struct SearchParams {
     #[param(minimum = 1, maximum = 10000)]
     pub page: Option<usize>,
     /// `next_cursor` of the previous answer, for the same query; not with
-    /// `page`.
+    /// `page`. A walk that follows `next_cursor` reads the index as its
+    /// first page did (a point in time): it never skips or repeats a row
+    /// that existed throughout it, whatever changed meanwhile, for every
+    /// `sort`, while no more than the keep-alive (120 s by default, at
+    /// least 60 s) passes between two pages; past it, a 410
+    /// `cursor_expired`.
     #[param(
         min_length = 3,
         max_length = 512,
@@ -256,7 +262,8 @@ pub struct SearchResponse {
     /// every match, after every filter, by name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub facets: Option<std::collections::BTreeMap<String, FacetBody<'static>>>,
-    /// Continues after the last hit; null when this page was the last.
+    /// Continues after the last hit, on the same point in time (see
+    /// `cursor`); null when this page was the last.
     pub next_cursor: Option<String>,
     pub took_ms: f64,
     pub cache: CacheStatus,
@@ -336,14 +343,15 @@ fn parse_time(name: &str, value: Option<&str>) -> Result<Option<i64>> {
     Ok(Some((time.unix_timestamp_nanos() / 1_000_000) as i64))
 }
 
-/// Checks the parameters and turns them into an index request.
+/// Checks the parameters and turns them into an index request, and the
+/// point in time a cursor names.
 pub fn to_request(
     params: &SearchParams,
     limits: &InputLimits,
     cursor_key: &[u8; 32],
     synonyms: &Synonyms,
     sources: &Sources,
-) -> Result<Request> {
+) -> Result<(Request, Option<SnapshotId>)> {
     let max_chars = limits.max_query_chars;
     let max_size = limits.max_size;
     let max_depth = limits.max_depth;
@@ -501,13 +509,14 @@ pub fn to_request(
         if page != 1 {
             return Err(bad("invalid_cursor", "cursor and page cannot be combined"));
         }
-        let (after, now) = cursor::decode(cursor, &request, cursor_key).map_err(|e| match e {
+        let cursor = cursor::decode(cursor, &request, cursor_key).map_err(|e| match e {
             CursorError::Invalid | CursorError::OtherQuery => bad("invalid_cursor", e.to_string()),
         })?;
-        request.after = Some(after);
-        request.now = now;
+        request.after = Some(cursor.after);
+        request.now = cursor.now;
+        return Ok((request, Some(cursor.snapshot)));
     }
-    Ok(request)
+    Ok((request, None))
 }
 
 /// Facets a request may ask for, and values per facet at most.
@@ -655,7 +664,7 @@ fn facets_body(facets: &[FacetCounts]) -> InOrder<&str, FacetBody<'_>> {
     )
 }
 
-#[utoipa::path(get, path = "/api/search", tag = "search", params(SearchParams), responses((status = 200, description = "exactly the rows LIKE would return, with an exact total; never touches the database", body = SearchResponse), (status = 400, description = "bad query, size, page, depth, cursor, sort, type, time, range or facet", body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, description = "timeout or overload", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/search", tag = "search", params(SearchParams), responses((status = 200, description = "exactly the rows LIKE would return, with an exact total; never touches the database", body = SearchResponse), (status = 400, description = "bad query, size, page, depth, cursor, sort, type, time, range or facet", body = ErrorBody), (status = 410, description = "the cursor's point in time expired (a pause past the keep-alive, or a cursor of another server): start the walk again", body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, description = "timeout, overload, or a row the index could not read back", body = ErrorBody)))]
 async fn search_handler(
     State(state): State<AppState>,
     ClientIp(client): ClientIp,
@@ -664,7 +673,7 @@ async fn search_handler(
     let started = Instant::now();
     let params = split_attributes(raw.as_deref())?;
     let sources = state.search.index.sources().clone();
-    let request = to_request(
+    let (request, snapshot) = to_request(
         &params,
         &state.input,
         &state.search.cursor_key,
@@ -672,6 +681,7 @@ async fn search_handler(
         &sources,
     )?;
     let asked = Asked {
+        snapshot,
         q: params.q.as_deref().unwrap_or_default(),
         client,
         started,
@@ -824,6 +834,7 @@ mod tests {
             &Synonyms::default(),
             &chaja_core::sources::for_tests(),
         )
+        .map(|(request, _)| request)
     }
 
     #[test]

@@ -95,6 +95,14 @@ pub struct View {
     pub(crate) stores: Vec<StoreReader>,
 }
 
+impl View {
+    /// Names the reload this view is of, within the process: two views of
+    /// one reload hold the same segments and the same patches.
+    pub fn reload_id(&self) -> u64 {
+        self.searcher.generation().generation_id()
+    }
+}
+
 /// Each segment's doc store reader, by segment ord, each with its cache of
 /// decompressed blocks.
 fn open_stores(searcher: &Searcher) -> Result<Vec<StoreReader>> {

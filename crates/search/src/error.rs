@@ -21,6 +21,13 @@ pub enum SearchError {
     #[error("{0} needs redis, which is not answering; try again later")]
     RedisUnavailable(&'static str),
 
+    /// A cursor names a point in time no longer held (see `snapshots`):
+    /// its walk paused longer than the keep-alive, was crowded out, or
+    /// began on another process. The walk starts again from its first
+    /// page.
+    #[error("the cursor's point in time has expired; start the walk again from the first page")]
+    CursorExpired,
+
     /// A setting of this crate is wrong (`REDIS_URL`, the cache prefix): a
     /// start-up error.
     #[error("{0}")]

@@ -11,7 +11,8 @@
 //! - [`turns`]: searches the cache does not answer run a few at a time,
 //!   in arrival order, with a bounded line; past it they are shed.
 //! - [`lane`]: the heavy lane, where searches no cache helps take turns.
-//! - [`cursor`]: the rank of a page's last hit, bound to its query by a MAC.
+//! - [`cursor`]: the rank of a page's last hit, bound to its query by a MAC
+//!   and to the point in time its walk reads ([`snapshots`]).
 //! - [`trending`]: time-bucketed keyword counts (실시간 인기 검색어), in
 //!   Redis or in-process.
 //! - [`suggest`]: as-you-type completions and `did_you_mean` candidates
@@ -25,6 +26,7 @@ pub mod cursor;
 mod error;
 pub mod lane;
 pub mod service;
+pub mod snapshots;
 pub mod suggest;
 pub mod trending;
 pub mod turns;

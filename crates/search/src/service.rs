@@ -22,10 +22,11 @@ use chaja_index::SearchIndex;
 
 use crate::cache::{Answer, CacheStatus, SearchCache};
 use crate::lane::{is_heavy, HeavyLane};
+use crate::snapshots::{Snapshot, SnapshotId, Snapshots};
 use crate::suggest::Suggester;
 use crate::trending::Trending;
 use crate::turns::Turns;
-use crate::{cursor, Result};
+use crate::{cursor, Result, SearchError};
 
 /// A query that may be what was meant, with its exact total.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -43,7 +44,7 @@ type AlternativesCache = moka::future::Cache<String, Arc<Vec<Alternative>>>;
 
 /// Encodes each hit as the JSON value the API serves; the caller's, so
 /// that the shape of a hit stays with the HTTP layer.
-pub type EncodeHits = Box<dyn Fn(Hit) -> Box<serde_json::value::RawValue> + Send>;
+pub type EncodeHits = Box<dyn Fn(Hit) -> Box<serde_json::value::RawValue> + Send + Sync>;
 
 /// The page sizes first pages are computed and cached at: a request for
 /// another size is served from the smallest that holds it, so that a
@@ -60,6 +61,9 @@ pub fn page_bucket(size: usize) -> usize {
 
 /// What a search asks beyond the request itself.
 pub struct Asked<'a> {
+    /// The point in time its cursor names, for a page after a cursor: the
+    /// page reads the view the walk's first page read (see `snapshots`).
+    pub snapshot: Option<SnapshotId>,
     /// The query as typed, for `did_you_mean`.
     pub q: &'a str,
     /// Who asked (see the HTTP layer's client resolution): counted once per
@@ -108,6 +112,8 @@ pub struct SearchService {
     pub engine: Arc<Turns>,
     /// Signs cursors (see [`cursor`]).
     pub cursor_key: Arc<[u8; 32]>,
+    /// The views cursor walks read (see [`Snapshots`]).
+    pub snapshots: Snapshots,
     /// How long a request may take: a search stops its work at this
     /// deadline even if nothing else stops it.
     pub request_timeout: Duration,
@@ -128,6 +134,7 @@ impl SearchService {
         lane: HeavyLane,
         engine: Turns,
         cursor_key: [u8; 32],
+        cursor_keep_alive: Duration,
         request_timeout: Duration,
     ) -> SearchService {
         SearchService {
@@ -139,6 +146,7 @@ impl SearchService {
             lane: Arc::new(lane),
             engine: Arc::new(engine),
             cursor_key: Arc::new(cursor_key),
+            snapshots: Snapshots::new(cursor_keep_alive),
             request_timeout,
             did_you_mean: moka::future::Cache::builder()
                 .max_capacity(10_000)
@@ -157,6 +165,12 @@ impl SearchService {
         encode: EncodeHits,
     ) -> Result<Served> {
         let index_time = Arc::new(Mutex::new(None::<Duration>));
+        // A page after a cursor reads the view its walk's first page read;
+        // one no longer held is an error, never a page of another view.
+        let pinned = match (request.after, asked.snapshot) {
+            (Some(_), Some(id)) => Some(self.snapshots.get(id).ok_or(SearchError::CursorExpired)?),
+            _ => None,
+        };
         // Only first pages are cached: deep pages and cursor pages are rare
         // per key and would crowd out the hot set. A first page is computed
         // at its size's bucket, and this request served its part of it.
@@ -168,20 +182,31 @@ impl SearchService {
             },
             false => request.clone(),
         };
-        let run = {
+        let deadline = asked.started + self.request_timeout;
+        let encode = Arc::new(encode);
+        let run = |watermark: i64, pinned: Option<Snapshot>| {
             let index_time = index_time.clone();
-            let deadline = asked.started + self.request_timeout;
             let computed = computed.clone();
-            move |watermark: i64| self.compute(computed, watermark, deadline, index_time, encode)
+            let encode = encode.clone();
+            self.compute(computed, watermark, deadline, index_time, encode, pinned)
         };
-        let (answer, cache) = if first_page {
+        let (mut answer, mut cache) = if first_page {
             self.cache
-                .get_or_compute(&SearchKey::first_page(&computed), run)
+                .get_or_compute(&SearchKey::first_page(&computed), |w| run(w, None))
                 .await?
         } else {
             let watermark = self.cache.version();
-            (Arc::new(run(watermark).await?), CacheStatus::MISS)
+            (Arc::new(run(watermark, pinned).await?), CacheStatus::MISS)
         };
+        // A first page a walk may go on from must name a view still held:
+        // one cached from another process (Redis), or kept past every
+        // walk's keep-alive, is computed again here, so that its cursor's
+        // pages rank rows as it did.
+        if first_page && self.needs_cursor(&answer, request) && !self.holds(&answer) {
+            let watermark = self.cache.version();
+            answer = Arc::new(run(watermark, None).await?);
+            cache = CacheStatus::MISS;
+        }
         if first_page {
             self.count(request, &answer, asked.client);
         }
@@ -202,26 +227,59 @@ impl SearchService {
         })
     }
 
+    /// Whether the request's page of `answer` ends with a cursor: it is
+    /// full and more may follow.
+    fn needs_cursor(&self, answer: &Answer, request: &Request) -> bool {
+        let n = request.limit.min(answer.hits.len());
+        n == request.limit && n > 0 && (answer.hits.len() > n || answer.more)
+    }
+
+    /// Whether the view `answer` was computed on is held (reading it keeps
+    /// it held for another keep-alive).
+    fn holds(&self, answer: &Answer) -> bool {
+        answer
+            .snapshot
+            .is_some_and(|id| self.snapshots.get(SnapshotId(id)).is_some())
+    }
+
     /// How many of `answer`'s hits the request's page shows (its first
-    /// `request.limit`), and the cursor after them when more may follow.
+    /// `request.limit`), and the cursor after them when more may follow,
+    /// naming the view the answer was computed on.
     fn page(&self, answer: &Answer, request: &Request) -> (usize, Option<String>) {
         let n = request.limit.min(answer.hits.len());
-        let more = answer.hits.len() > n || answer.more;
-        let next_cursor = (n == request.limit && n > 0 && more)
-            .then(|| cursor::encode(answer.ranks[n - 1], request, &self.cursor_key));
+        let next_cursor = match (self.needs_cursor(answer, request), answer.snapshot) {
+            (true, Some(id)) => Some(cursor::encode(
+                answer.ranks[n - 1],
+                request,
+                SnapshotId(id),
+                &self.cursor_key,
+            )),
+            _ => None,
+        };
         (n, next_cursor)
     }
 
-    /// One search on the live generation, off the async workers.
+    /// One search off the async workers: on `pinned`, the view a walk
+    /// reads, or else on the live generation's current view, which is then
+    /// held for the walks the answer may begin.
     async fn compute(
         &self,
         request: Request,
         watermark: i64,
         deadline: Instant,
         index_time: Arc<Mutex<Option<Duration>>>,
-        encode: EncodeHits,
+        encode: Arc<EncodeHits>,
+        pinned: Option<Snapshot>,
     ) -> Result<Answer> {
-        let generation = self.index.live();
+        let Snapshot { generation, view } = match pinned {
+            Some(pinned) => pinned,
+            None => {
+                let generation = self.index.live();
+                let view = generation.view();
+                Snapshot { generation, view }
+            }
+        };
+        let snapshot = self.snapshots.hold(&generation, &view);
         let sources = self.index.sources().len();
         let span = tracing::Span::current();
         // The answer is as fresh as the watermark read just before this.
@@ -249,7 +307,7 @@ impl SearchService {
             let _turns = (lane_turn, turn);
             let _enter = span.enter();
             let started = Instant::now();
-            let result = search::search_budgeted(&generation, &request, &budget, fanout);
+            let result = search::search_view(&generation, &view, &request, &budget, fanout);
             *index_time.lock().expect("timing lock") = Some(started.elapsed());
             result.map(|r| (r, request))
         })
@@ -259,12 +317,13 @@ impl SearchService {
         let ranks = response.hits.iter().map(|hit| hit.rank).collect();
         Ok(Answer {
             by_source: response.by_source[..sources].to_vec(),
-            hits: response.hits.into_iter().map(encode).collect(),
+            hits: response.hits.into_iter().map(|hit| encode(hit)).collect(),
             ranks,
             facets: response.facets,
             more,
             watermark,
             computed_at_ms,
+            snapshot: Some(snapshot.0),
         })
     }
 

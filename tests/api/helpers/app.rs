@@ -116,6 +116,7 @@ fn serve_args(database: &Database) -> ServeArgs {
         limits: LimitArgs {
             rate_limit: 0,
             request_timeout: Duration::from_secs(10),
+            cursor_keep_alive: Duration::from_secs(120),
             max_in_flight: 1024,
             max_in_flight_per_client: 0,
             heavy_searches: None,

@@ -235,15 +235,27 @@ pub fn search_budgeted(
     budget: &Budget,
     fanout: Fanout,
 ) -> std::result::Result<Response, ScanError> {
+    search_view(generation, &generation.view(), request, budget, fanout)
+}
+
+/// [`search_budgeted`] on `view`, a view of `generation` taken earlier:
+/// every page of a cursor walk reads the view its first page read, so that
+/// no row moves across the cursor between pages. Blocking.
+pub fn search_view(
+    generation: &Generation,
+    view: &View,
+    request: &Request,
+    budget: &Budget,
+    fanout: Fanout,
+) -> std::result::Result<Response, ScanError> {
     budget.check()?;
-    let view = generation.view();
-    let plan = choose(generation, &view, request)?;
+    let plan = choose(generation, view, request)?;
     let run = Run {
         budget,
         fanout,
         split: Split::served(),
     };
-    search_within(generation, &view, request, plan, run)
+    search_within(generation, view, request, plan, run)
 }
 
 /// The plan of `request` on `view`: its query reads the view's patches,

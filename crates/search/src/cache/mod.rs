@@ -59,6 +59,10 @@ pub struct Answer {
     /// The index version it was computed on ([`Version`]).
     pub watermark: i64,
     pub computed_at_ms: i64,
+    /// The point in time it was computed on (`snapshots`), for the cursor
+    /// of a page that ends in it; another process's names nothing here.
+    #[serde(default)]
+    pub snapshot: Option<u64>,
 }
 
 impl Answer {
@@ -551,6 +555,7 @@ mod tests {
             more: false,
             watermark,
             computed_at_ms: now_ms(),
+            snapshot: None,
         }
     }
 
