@@ -731,7 +731,8 @@ pub struct SeedArgs {
     #[command(flatten)]
     pub store: StoreArgs,
 
-    /// Number of questions; each gets about two reviews.
+    /// Number of rows, questions and reviews together: a third of them are
+    /// questions, each with two reviews on average.
     #[arg(long, default_value_t = 1000)]
     pub rows: u64,
 
@@ -740,14 +741,29 @@ pub struct SeedArgs {
     pub seed: u64,
 
     /// Real sentences to draw text from (`sentences.tsv.gz` or
-    /// `docs.jsonl.gz`); without it a built-in generator writes the text.
+    /// `docs.jsonl.gz`); without it, built-in templates.
     #[arg(long)]
     pub corpus: Option<PathBuf>,
+
+    /// `novel`: sentences drawn one word at a time from the corpus's words,
+    /// which seldom repeat, as on a real board; `corpus-runs`: runs of the
+    /// corpus's own sentences, most of which repeat at scale (what every
+    /// figure before issue 64 was measured on). The summary line prints
+    /// the share of repeated sentences either way.
+    #[arg(long, value_enum, default_value_t = SeedText::Novel)]
+    pub text: SeedText,
 
     /// Where the keyword manifest goes: keywords by length and frequency
     /// class with their exact row counts, for `loadtest` and the benchmarks.
     #[arg(long, default_value = "seed-manifest.json")]
     pub manifest: PathBuf,
+}
+
+/// How `chaja seed` writes its text (`--text`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SeedText {
+    Novel,
+    CorpusRuns,
 }
 
 impl SeedArgs {
@@ -756,6 +772,10 @@ impl SeedArgs {
             rows: self.rows,
             seed: self.seed,
             corpus: self.corpus.clone(),
+            text: match self.text {
+                SeedText::Novel => chaja_demo::seed::TextKind::Novel,
+                SeedText::CorpusRuns => chaja_demo::seed::TextKind::CorpusRuns,
+            },
             manifest: self.manifest.clone(),
         }
     }

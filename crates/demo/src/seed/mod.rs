@@ -4,9 +4,13 @@
 //! Deterministic per row: question `i` (its text, author, time, reviews and
 //! likes) comes from a random generator seeded by `--seed` and `i` alone, so
 //! the same seed gives the same rows and [`Generator::question`] regenerates
-//! any one of them. Text comes from real sentences with `--corpus`, or from a
-//! small built-in generator of Korean developer Q&A prose that copies no
-//! corpus text. Rare tokens (error codes, versions, identifiers) and one
+//! any one of them. By default its sentences are drawn by a word chain over
+//! real sentences (`--corpus`, or the built-in templates without one), so
+//! that they seldom repeat, as on a real board (see `novel`); `--text
+//! corpus-runs` writes runs of the corpus's sentences instead, as every
+//! figure before issue 64 did. The summary line says how much repeats
+//! (`repeated sentences N%`, see `repeats`). Rare tokens (error codes,
+//! versions, identifiers) and one
 //! unique word per thousand questions are mixed in, so that rare and
 //! single-document keywords exist at any scale. Likes per question follow a
 //! Zipf law (most have none, a few have thousands).
@@ -18,10 +22,12 @@
 
 mod generator;
 mod keywords;
+mod novel;
+mod repeats;
 mod text;
 
 pub use generator::{unique_word, GeneratedQuestion, GeneratedReview, Generator};
-pub use text::TextSource;
+pub use text::{TextKind, TextSource};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -33,18 +39,22 @@ use chaja_store::Db;
 use crate::Result;
 use generator::START_MS;
 use keywords::KeywordCounter;
+use repeats::SentenceCounter;
 
 const BATCH: usize = 200;
 
 /// What `chaja seed` writes.
 #[derive(Debug, Clone)]
 pub struct SeedConfig {
-    /// Questions; each gets about two reviews.
+    /// Rows, questions and reviews together: a third of them questions,
+    /// each with two reviews on average.
     pub rows: u64,
     /// The same seed gives the same rows.
     pub seed: u64,
-    /// Real sentences to draw text from; `None`: the built-in generator.
+    /// Real sentences to draw text from; `None`: the built-in templates.
     pub corpus: Option<std::path::PathBuf>,
+    /// How the text is written from them.
+    pub text: TextKind,
     /// Where the keyword manifest goes.
     pub manifest: std::path::PathBuf,
 }
@@ -53,19 +63,21 @@ pub struct SeedConfig {
 /// manifest; returns what to print.
 pub async fn run(db: &Db, args: &SeedConfig) -> Result<String> {
     crate::migrate(db).await?;
-    let text = match &args.corpus {
-        Some(path) => TextSource::from_corpus(path)?,
-        None => TextSource::Builtin,
-    };
-    let n = seed(db, args.rows, args.seed, &text, true).await?;
+    let text = TextSource::of(args.text, args.corpus.as_deref())?;
+    let questions = args.rows.div_ceil(3);
+    let n = seed(db, questions, args.seed, &text, true).await?;
     let manifest = serde_json::to_vec_pretty(&n.manifest).expect("manifest serializes");
     std::fs::write(&args.manifest, manifest)?;
     Ok(format!(
-        "seeded {} questions, {} reviews, {} likes ({} users); keyword manifest in {}",
+        "seeded {} rows: {} questions, {} reviews, {} likes ({} users); repeated sentences {:.1}% ({} of {} sentence occurrences); keyword manifest in {}",
+        n.questions + n.reviews,
         n.questions,
         n.reviews,
         n.likes,
         n.users,
+        n.repeated_percent,
+        n.repeated_sentences,
+        n.sentences,
         args.manifest.display()
     ))
 }
@@ -76,6 +88,11 @@ pub struct Seeded {
     pub questions: u64,
     pub reviews: u64,
     pub likes: u64,
+    /// Sentence occurrences in every row's text, and those that repeat an
+    /// earlier one (see `repeats`).
+    pub sentences: u64,
+    pub repeated_sentences: u64,
+    pub repeated_percent: f64,
     pub manifest: Manifest,
 }
 
@@ -111,6 +128,7 @@ pub async fn seed(
         text,
     };
     let mut counter = KeywordCounter::new(&generator);
+    let mut sentences = SentenceCounter::default();
 
     let bar = if progress {
         let bar = ProgressBar::new(rows);
@@ -136,6 +154,11 @@ pub async fn seed(
             .map(|index| generator.question(index))
             .collect();
         counter.count(&batch);
+        for question in &batch {
+            for text in question.rows() {
+                sentences.count(&text);
+            }
+        }
         let mut tx = db.pool.begin().await?;
         let mut sql = String::from(
             "INSERT INTO questions (id, author_id, title, content, created_at, updated_at, like_count) VALUES ",
@@ -193,6 +216,9 @@ pub async fn seed(
     }
     bar.finish_and_clear();
     done.manifest = counter.manifest(seed, done.questions + done.reviews);
+    done.sentences = sentences.occurrences;
+    done.repeated_sentences = sentences.repeats;
+    done.repeated_percent = sentences.percent();
     Ok(done)
 }
 

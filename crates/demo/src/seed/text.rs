@@ -1,4 +1,5 @@
-//! Where the prose comes from: a corpus of real sentences, or a small
+//! Where the prose comes from: sentences drawn by a word chain (the
+//! default, see `novel`), runs of a corpus's real sentences, or a small
 //! built-in generator of Korean developer Q&A prose.
 
 use std::io::{BufRead, BufReader};
@@ -7,16 +8,50 @@ use std::path::Path;
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore};
 
+use super::novel::Chain;
 use crate::{DemoError, Result};
+
+/// How `chaja seed` writes its rows' text (`--text`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TextKind {
+    /// Sentences drawn one word at a time, which seldom repeat (see
+    /// `novel`): what a real board's text is like.
+    #[default]
+    Novel,
+    /// Runs of consecutive corpus sentences (or the built-in templates
+    /// without a corpus): every figure before issue 64 was measured on
+    /// these, where most sentences repeat.
+    CorpusRuns,
+}
 
 /// Where the prose comes from.
 pub enum TextSource {
     Builtin,
     /// Groups of consecutive sentences from one source document.
     Corpus(Vec<Vec<String>>),
+    /// A word chain over real sentences (or the built-in templates).
+    Novel(Chain),
 }
 
 impl TextSource {
+    /// The text `kind` asks for, from the corpus at `corpus` when given.
+    pub fn of(kind: TextKind, corpus: Option<&Path>) -> Result<TextSource> {
+        match (kind, corpus) {
+            (TextKind::CorpusRuns, Some(path)) => TextSource::from_corpus(path),
+            (TextKind::CorpusRuns, None) => Ok(TextSource::Builtin),
+            (TextKind::Novel, Some(path)) => {
+                let TextSource::Corpus(groups) = TextSource::from_corpus(path)? else {
+                    unreachable!("a corpus reads as groups of sentences");
+                };
+                let chain = Chain::of(groups.iter().flatten().map(String::as_str));
+                chain
+                    .map(TextSource::Novel)
+                    .ok_or_else(|| DemoError::Corpus("the corpus has no words".to_owned()))
+            }
+            (TextKind::Novel, None) => Ok(TextSource::Novel(builtin_chain())),
+        }
+    }
+
     /// Reads `sentences.tsv.gz` (`source<TAB>group<TAB>sentence`) or
     /// `docs.jsonl.gz` (`{"title","content"}`), gzipped or not.
     pub fn from_corpus(path: &Path) -> Result<TextSource> {
@@ -82,6 +117,15 @@ impl TextSource {
                 }
                 title
             }
+            TextSource::Novel(chain) => {
+                let s = chain.sentence(rng);
+                let mut title: String = s.chars().take(60).collect();
+                if rng.random_ratio(1, 5) {
+                    title.push(' ');
+                    title.push_str(&rare_token(rng));
+                }
+                title
+            }
         }
     }
 
@@ -95,6 +139,14 @@ impl TextSource {
             TextSource::Builtin => {
                 while chars < target {
                     let s = fill(pick(rng, SENTENCES), rng);
+                    chars += s.chars().count() + 1;
+                    body.push_str(&s);
+                    body.push(' ');
+                }
+            }
+            TextSource::Novel(chain) => {
+                while chars < target {
+                    let s = chain.sentence(rng);
                     chars += s.chars().count() + 1;
                     body.push_str(&s);
                     body.push(' ');
@@ -121,6 +173,20 @@ impl TextSource {
         }
         body.trim_end().to_owned()
     }
+}
+
+/// The chain of the built-in templates, each filled many ways: text that
+/// seldom repeats on a machine without the corpus (tests, a first try).
+fn builtin_chain() -> Chain {
+    use rand::SeedableRng;
+    let mut rng = StdRng::seed_from_u64(0x5EED);
+    let filled: Vec<String> = (0..4_000)
+        .map(|i| match i % 5 {
+            0 => fill(pick(&mut rng, TITLES), &mut rng),
+            _ => fill(pick(&mut rng, SENTENCES), &mut rng),
+        })
+        .collect();
+    Chain::of(filled.iter().map(String::as_str)).expect("the templates hold words")
 }
 
 pub(super) fn pick<'a>(rng: &mut StdRng, items: &[&'a str]) -> &'a str {
