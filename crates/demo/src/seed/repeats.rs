@@ -21,20 +21,35 @@ pub(super) struct SentenceCounter {
 }
 
 impl SentenceCounter {
-    /// Counts the sentences of `text`: runs ended by `.`, `?`, `!` or a
-    /// line break, trimmed.
+    /// Counts the sentences of `text`: runs ended by `.`, `?` or `!`
+    /// before a space or the end (not `sys.path` or `3.12`), or by a line
+    /// break, trimmed.
     pub(super) fn count(&mut self, text: &str) {
-        for sentence in text.split_inclusive(['.', '?', '!', '\n']) {
-            let sentence = sentence.trim();
-            if sentence.is_empty() {
-                continue;
+        let mut start = 0;
+        let mut chars = text.char_indices().peekable();
+        while let Some((at, c)) = chars.next() {
+            let next = chars.peek().map(|&(_, n)| n);
+            let ends = c == '\n'
+                || matches!(c, '.' | '?' | '!') && next.is_none_or(char::is_whitespace);
+            if ends {
+                let end = at + c.len_utf8();
+                self.sentence(&text[start..end]);
+                start = end;
             }
-            let mut hasher = self.hasher.build_hasher();
-            sentence.hash(&mut hasher);
-            self.occurrences += 1;
-            if !self.seen.insert(hasher.finish()) {
-                self.repeats += 1;
-            }
+        }
+        self.sentence(&text[start..]);
+    }
+
+    fn sentence(&mut self, sentence: &str) {
+        let sentence = sentence.trim();
+        if sentence.is_empty() {
+            return;
+        }
+        let mut hasher = self.hasher.build_hasher();
+        sentence.hash(&mut hasher);
+        self.occurrences += 1;
+        if !self.seen.insert(hasher.finish()) {
+            self.repeats += 1;
         }
     }
 
@@ -60,5 +75,8 @@ mod tests {
         counter.count("서버가 느립니다.");
         assert_eq!(counter.repeats, 2);
         assert!((counter.percent() - 100.0 * 2.0 / 6.0).abs() < 1e-9);
+        // A period inside a word ends no sentence.
+        counter.count("sys.path 를 봅니다. 파이썬 3.12 입니다");
+        assert_eq!((counter.occurrences, counter.repeats), (8, 2));
     }
 }
