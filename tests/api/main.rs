@@ -24,6 +24,7 @@ mod scale;
 mod search;
 mod seed;
 mod settings;
+mod similar;
 mod sources;
 mod trust;
 mod unreadable;

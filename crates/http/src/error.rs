@@ -157,6 +157,7 @@ fn search_status(e: &SearchError) -> StatusCode {
         }
         // The walk's point in time is gone for good: start it again.
         SearchError::CursorExpired => StatusCode::GONE,
+        SearchError::NotFound(_) => StatusCode::NOT_FOUND,
         // The index could not read a row back: no answer rather than a
         // wrong total; another replica, or a rebuild, can answer.
         SearchError::Index(chaja_index::IndexError::Unreadable(_)) => {
@@ -181,6 +182,7 @@ fn search_code(e: &SearchError) -> &'static str {
         SearchError::TimedOut => "timeout",
         SearchError::RedisUnavailable(_) => "redis_unavailable",
         SearchError::CursorExpired => "cursor_expired",
+        SearchError::NotFound(_) => "not_found",
         SearchError::Index(chaja_index::IndexError::Unreadable(_)) => "index_unreadable",
         _ => "internal",
     }

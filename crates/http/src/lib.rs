@@ -27,6 +27,7 @@ pub mod origin;
 pub mod prometheus;
 mod request_id;
 pub mod search;
+pub mod similar;
 pub mod suggest;
 mod web;
 
@@ -248,6 +249,7 @@ fn api(extra: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(extra)
         .merge(search::router())
+        .merge(similar::router())
         .merge(suggest::router())
         .merge(health::router())
         .merge(admin::router())

@@ -57,7 +57,13 @@ enum Scope {
 fn scope(method: &Method, path: &str) -> Scope {
     if path.starts_with("/api/admin/") || path == "/metrics" {
         Scope::Admin
-    } else if path == "/api/search" || path.starts_with("/api/search/") || path == "/api/suggest" {
+    } else if path == "/api/search"
+        || path.starts_with("/api/search/")
+        || path == "/api/suggest"
+        // A like search reads the index only, whether its text comes in
+        // the query string or in a POST body.
+        || path == "/api/similar"
+    {
         Scope::Search
     } else if path.starts_with("/api/") && !matches!(*method, Method::GET | Method::HEAD) {
         Scope::Write
@@ -409,6 +415,8 @@ mod tests {
         assert_eq!(scope(&get, "/api/search"), Scope::Search);
         assert_eq!(scope(&get, "/api/search/trending"), Scope::Search);
         assert_eq!(scope(&get, "/api/suggest"), Scope::Search);
+        assert_eq!(scope(&get, "/api/similar"), Scope::Search);
+        assert_eq!(scope(&post, "/api/similar"), Scope::Search);
         assert_eq!(scope(&post, "/api/things"), Scope::Write);
         assert_eq!(scope(&get, "/api/things/1"), Scope::Public);
         assert_eq!(scope(&post, "/api/admin/reindex"), Scope::Admin);

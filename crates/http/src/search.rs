@@ -161,6 +161,22 @@ const MAX_ATTRIBUTE_CHARS: usize = 200;
 /// Reads a search query string: `attr.<name>` pairs apart, the rest into
 /// [`SearchParams`] the way axum's `Query` reads it (the same errors).
 pub fn split_attributes(raw: Option<&str>) -> Result<SearchParams> {
+    let (mut params, attributes, bounds) = split_attribute_params::<SearchParams>(raw)?;
+    params.attributes = attributes;
+    params.bounds = bounds;
+    Ok(params)
+}
+
+/// `attr.<name>=<value>` filters, in the order given.
+pub(crate) type AttributeFilters = Vec<(String, String)>;
+
+/// `attr.<name>.gte` and `.lte` bounds, in the order given.
+pub(crate) type AttributeBounds = Vec<(String, Bound, String)>;
+
+/// The query string's `attr.*` parameters, and the rest read into `P`.
+pub(crate) fn split_attribute_params<P: serde::de::DeserializeOwned>(
+    raw: Option<&str>,
+) -> Result<(P, AttributeFilters, AttributeBounds)> {
     let mut attributes = Vec::new();
     let mut bounds = Vec::new();
     let mut rest = form_urlencoded::Serializer::new(String::new());
@@ -183,11 +199,9 @@ pub fn split_attributes(raw: Option<&str>) -> Result<SearchParams> {
     let uri: axum::http::Uri = format!("/?{}", rest.finish())
         .parse()
         .map_err(|_| bad("invalid_query", "the query string is malformed"))?;
-    let axum::extract::Query(mut params) =
-        axum::extract::Query::<SearchParams>::try_from_uri(&uri).map_err(ApiError::from)?;
-    params.attributes = attributes;
-    params.bounds = bounds;
-    Ok(params)
+    let axum::extract::Query(params) =
+        axum::extract::Query::<P>::try_from_uri(&uri).map_err(ApiError::from)?;
+    Ok((params, attributes, bounds))
 }
 
 /// `sort`, read once: one of the three orders, or an attribute and a
@@ -384,48 +398,13 @@ pub fn to_request(
             format!("q must be at most {max_chars} characters once normalized (NFKC)"),
         ));
     }
-    let source = match params.kind.as_deref() {
-        None | Some("all") => None,
-        Some(name) => Some(sources.by_name(name).ok_or_else(|| {
-            bad(
-                "invalid_type",
-                format!(
-                    "type must be all or one of: {}",
-                    sources.names().collect::<Vec<_>>().join(", ")
-                ),
-            )
-        })?),
-    };
-    let mut attributes = params.attributes.clone();
-    if attributes.len() > MAX_ATTRIBUTE_FILTERS {
-        return Err(bad(
-            "invalid_attribute",
-            format!("at most {MAX_ATTRIBUTE_FILTERS} attribute filters"),
-        ));
-    }
-    for (name, value) in &attributes {
-        if !sources.has_attribute(name) {
-            return Err(bad(
-                "invalid_attribute",
-                format!("no source keeps an attribute {name:?}"),
-            ));
-        }
-        if value.chars().count() > MAX_ATTRIBUTE_CHARS
-            || value
-                .chars()
-                .any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER)
-        {
-            return Err(bad(
-                "invalid_attribute",
-                format!(
-                    "attr.{name} must be at most {MAX_ATTRIBUTE_CHARS} characters of valid text"
-                ),
-            ));
-        }
-    }
-    attributes.sort();
-    attributes.dedup();
-    let ranges = number_ranges(&params.bounds, sources)?;
+    let filter = filter_of(
+        params.kind.as_deref(),
+        &params.attributes,
+        &params.bounds,
+        (params.from.as_deref(), params.to.as_deref()),
+        sources,
+    )?;
     let sort = match &params.sort {
         None | Some(SortParam::Recent) => Sort::Recent,
         Some(SortParam::Oldest) => Sort::Oldest,
@@ -455,13 +434,6 @@ pub fn to_request(
         ));
     }
     let morph = params.match_mode == Some(MatchParam::Morph);
-    let from = parse_time("from", params.from.as_deref())?;
-    let to = parse_time("to", params.to.as_deref())?;
-    if let (Some(from), Some(to)) = (from, to) {
-        if from > to {
-            return Err(bad("invalid_time", "from must not be after to"));
-        }
-    }
     let size = params.size.unwrap_or(10);
     if !(1..=max_size).contains(&size) {
         return Err(bad(
@@ -481,13 +453,7 @@ pub fn to_request(
     }
     let mut request = Request {
         keywords,
-        filter: Filter {
-            source,
-            attributes,
-            from,
-            to,
-            ranges,
-        },
+        filter,
         sort,
         offset: (page - 1) * size,
         limit: size,
@@ -517,6 +483,73 @@ pub fn to_request(
         return Ok((request, Some(cursor.snapshot)));
     }
     Ok((request, None))
+}
+
+/// The filters of a search or a like search, checked: `type`, `attr.*`
+/// values and ranges, and `from`/`to`.
+pub(crate) fn filter_of(
+    kind: Option<&str>,
+    attributes: &[(String, String)],
+    bounds: &[(String, Bound, String)],
+    (from, to): (Option<&str>, Option<&str>),
+    sources: &Sources,
+) -> Result<Filter> {
+    let source = match kind {
+        None | Some("all") => None,
+        Some(name) => Some(sources.by_name(name).ok_or_else(|| {
+            bad(
+                "invalid_type",
+                format!(
+                    "type must be all or one of: {}",
+                    sources.names().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })?),
+    };
+    let mut attributes = attributes.to_vec();
+    if attributes.len() > MAX_ATTRIBUTE_FILTERS {
+        return Err(bad(
+            "invalid_attribute",
+            format!("at most {MAX_ATTRIBUTE_FILTERS} attribute filters"),
+        ));
+    }
+    for (name, value) in &attributes {
+        if !sources.has_attribute(name) {
+            return Err(bad(
+                "invalid_attribute",
+                format!("no source keeps an attribute {name:?}"),
+            ));
+        }
+        if value.chars().count() > MAX_ATTRIBUTE_CHARS
+            || value
+                .chars()
+                .any(|c| c.is_control() || c == char::REPLACEMENT_CHARACTER)
+        {
+            return Err(bad(
+                "invalid_attribute",
+                format!(
+                    "attr.{name} must be at most {MAX_ATTRIBUTE_CHARS} characters of valid text"
+                ),
+            ));
+        }
+    }
+    attributes.sort();
+    attributes.dedup();
+    let ranges = number_ranges(bounds, sources)?;
+    let from = parse_time("from", from)?;
+    let to = parse_time("to", to)?;
+    if let (Some(from), Some(to)) = (from, to) {
+        if from > to {
+            return Err(bad("invalid_time", "from must not be after to"));
+        }
+    }
+    Ok(Filter {
+        source,
+        attributes,
+        from,
+        to,
+        ranges,
+    })
 }
 
 /// Facets a request may ask for, and values per facet at most.

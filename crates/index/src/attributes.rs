@@ -336,6 +336,11 @@ impl SegmentAttrs {
             && self.equalities.is_empty()
     }
 
+    /// Whether `doc` is patched: its attribute values are its patch's.
+    pub(crate) fn is_patched(&self, doc: DocId) -> bool {
+        self.patch(doc).is_some()
+    }
+
     pub(crate) fn has_facets(&self) -> bool {
         !self.facets.is_empty()
     }

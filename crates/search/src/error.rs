@@ -21,6 +21,10 @@ pub enum SearchError {
     #[error("{0} needs redis, which is not answering; try again later")]
     RedisUnavailable(&'static str),
 
+    /// What a request names is not there (a like search's row).
+    #[error("{0}")]
+    NotFound(String),
+
     /// A cursor names a point in time no longer held (see `snapshots`):
     /// its walk paused longer than the keep-alive, was crowded out, or
     /// began on another process. The walk starts again from its first

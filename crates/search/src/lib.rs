@@ -32,6 +32,8 @@ pub mod trending;
 pub mod turns;
 
 pub use error::SearchError;
-pub use service::{Alternative, Asked, SearchService, Served, LOW_RESULTS};
+pub use service::{
+    Alternative, Asked, EncodeSimilar, SearchService, Served, SimilarServed, LOW_RESULTS,
+};
 
 pub type Result<T, E = SearchError> = std::result::Result<T, E>;

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use chaja_core::clock::now_ms;
 use chaja_core::text::{normalize, parse_query};
+use chaja_index::search::similar::{SimilarHit, SimilarInput, SimilarRequest};
 use chaja_index::search::{self, Filter, Hit, Request, SearchKey};
 use chaja_index::SearchIndex;
 
@@ -41,6 +42,21 @@ pub const LOW_RESULTS: u64 = 2;
 /// Alternatives for `q`, remembered for a while per normalized query, so
 /// that a flood of misses costs one lookup each, not one per request.
 type AlternativesCache = moka::future::Cache<String, Arc<Vec<Alternative>>>;
+
+/// Encodes a like search's hit as the JSON value the API serves (the
+/// caller's, as [`EncodeHits`]).
+pub type EncodeSimilar = Box<dyn Fn(SimilarHit) -> Box<serde_json::value::RawValue> + Send + Sync>;
+
+/// A like search's text past this many characters takes a turn of the
+/// heavy lane before its engine turn: its analysis alone costs as much as
+/// a heavy search, and a flood of them must not hold every engine turn.
+pub const LONG_SIMILAR_TEXT_CHARS: usize = 2_000;
+
+/// A like search's answer as served.
+pub struct SimilarServed {
+    pub answer: Arc<Answer>,
+    pub cache: CacheStatus,
+}
 
 /// Encodes each hit as the JSON value the API serves; the caller's, so
 /// that the shape of a hit stays with the HTTP layer.
@@ -121,6 +137,8 @@ pub struct SearchService {
     /// The machine's cores: past as many searches at once, each runs on
     /// one thread (see [`search::Fanout`]).
     cores: usize,
+    /// Like searches the engine computed (the cache answered the others).
+    similar_computed: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl SearchService {
@@ -153,6 +171,7 @@ impl SearchService {
                 .time_to_live(Duration::from_secs(30))
                 .build(),
             cores: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            similar_computed: Arc::default(),
         }
     }
 
@@ -324,6 +343,80 @@ impl SearchService {
             watermark,
             computed_at_ms,
             snapshot: Some(snapshot.0),
+        })
+    }
+
+    /// Posts like `request`'s input (see `chaja_index::search::similar`):
+    /// from the cache while fresh, else from the index, in the same turns
+    /// (and for a long text, the same heavy lane) as searches, with the
+    /// same deadline.
+    pub async fn similar(
+        &self,
+        request: &SimilarRequest,
+        asked: Asked<'_>,
+        encode: EncodeSimilar,
+    ) -> Result<SimilarServed> {
+        let deadline = asked.started + self.request_timeout;
+        let compute = |_watermark: i64| self.compute_similar(request.clone(), deadline, encode);
+        let (answer, cache) = self.cache.get_or_compute(&request.key(), compute).await?;
+        Ok(SimilarServed { answer, cache })
+    }
+
+    /// Like searches the engine has computed in this process.
+    pub fn similar_computed(&self) -> u64 {
+        self.similar_computed
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    async fn compute_similar(
+        &self,
+        request: SimilarRequest,
+        deadline: Instant,
+        encode: EncodeSimilar,
+    ) -> Result<Answer> {
+        self.similar_computed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        metrics::counter!("similar_searches_computed_total").increment(1);
+        let watermark = self.cache.version();
+        let generation = self.index.live();
+        let view = generation.view();
+        let computed_at_ms = now_ms();
+        let budget = search::Budget::until(deadline);
+        let long = match &request.input {
+            SimilarInput::Text { title, body } => {
+                body.chars().count() + title.as_deref().map_or(0, |t| t.chars().count())
+                    > LONG_SIMILAR_TEXT_CHARS
+            }
+            SimilarInput::Row { .. } => false,
+        };
+        let lane_turn = match long {
+            true => Some(self.lane.enter().await?),
+            false => None,
+        };
+        let turn = self.engine.enter().await?;
+        let span = tracing::Span::current();
+        let stop = budget.stop_on_drop();
+        let found = tokio::task::spawn_blocking(move || {
+            let _turns = (lane_turn, turn);
+            let _enter = span.enter();
+            search::similar::similar(&generation, &view, &request, &budget)
+        })
+        .await??;
+        stop.disarm();
+        let Some(found) = found else {
+            return Err(SearchError::NotFound(
+                "no such row in the index: the row does not exist, is hidden by its source's filter, or is not indexed yet".to_owned(),
+            ));
+        };
+        Ok(Answer {
+            by_source: Vec::new(),
+            ranks: found.hits.iter().map(|h| h.hit.rank).collect(),
+            hits: found.hits.into_iter().map(encode).collect(),
+            facets: Vec::new(),
+            more: false,
+            watermark,
+            computed_at_ms,
+            snapshot: None,
         })
     }
 

@@ -71,6 +71,7 @@ mod query;
 mod request;
 mod scan;
 mod scored_by_terms;
+pub mod similar;
 mod statistics;
 mod term_count;
 mod terms;

@@ -233,6 +233,13 @@ impl SearchKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A key for another kind of answer, from the text that names it: a
+    /// kind's prefix and 16 hex digits of its BLAKE3 hash.
+    pub(super) fn hashed(kind: &str, text: &str) -> SearchKey {
+        let hash = blake3::hash(text.as_bytes()).to_hex();
+        SearchKey(format!("{kind}:{}", &hash[..16]))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -41,6 +41,11 @@ impl<'a> RowStatistics<'a> {
         }
     }
 
+    /// Rows in the view: documents, deleted or not, less patches.
+    pub(super) fn rows(&self) -> tantivy::Result<u64> {
+        self.total_num_docs()
+    }
+
     /// Scoring on, with these statistics.
     pub(super) fn scoring(&'a self) -> EnableScoring<'a> {
         EnableScoring::enabled_from_statistics_provider(self, self.searcher)
