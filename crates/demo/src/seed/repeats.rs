@@ -29,8 +29,8 @@ impl SentenceCounter {
         let mut chars = text.char_indices().peekable();
         while let Some((at, c)) = chars.next() {
             let next = chars.peek().map(|&(_, n)| n);
-            let ends = c == '\n'
-                || matches!(c, '.' | '?' | '!') && next.is_none_or(char::is_whitespace);
+            let ends =
+                c == '\n' || matches!(c, '.' | '?' | '!') && next.is_none_or(char::is_whitespace);
             if ends {
                 let end = at + c.len_utf8();
                 self.sentence(&text[start..end]);
