@@ -724,3 +724,54 @@ async fn a_facet_chip_filters_the_results() {
     browser.close().await.unwrap();
     app.finish().await;
 }
+
+/// The demo's question form shows similar questions under the title as it
+/// is typed (issue 65), and the search page shows a hit's related
+/// questions on its detail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn similar_questions_appear_as_a_question_is_typed() {
+    let (app, _) = seeded().await;
+    let driver = Driver::start();
+    let browser = driver.open(1280, 900).await;
+
+    browser.goto(&app.url("/ask")).await.unwrap();
+    assert!(!displayed(&browser, "#similar-section").await);
+    browser
+        .find(Locator::Css("#title"))
+        .await
+        .unwrap()
+        .send_keys("스프링 트랜잭션 전파 질문")
+        .await
+        .unwrap();
+    until(
+        &browser,
+        "a similar question under the title",
+        "document.querySelectorAll('#similar li').length",
+    )
+    .await;
+    assert!(displayed(&browser, "#similar-section").await);
+    let first = text(&browser, "#similar li strong").await;
+    assert!(first.contains("트랜잭션"), "{first}");
+    screenshot(&browser, "ask-similar.png").await;
+
+    browser
+        .goto(&app.url("/?q=%ED%8A%B8%EB%9E%9C%EC%9E%AD%EC%85%98"))
+        .await
+        .unwrap();
+    until(
+        &browser,
+        "the hits",
+        "document.querySelectorAll('#results li.hit').length",
+    )
+    .await;
+    click(&browser, "#results li.hit .related-toggle").await;
+    until(
+        &browser,
+        "the hit's related questions",
+        "document.querySelectorAll('#results .related li').length",
+    )
+    .await;
+    screenshot(&browser, "search-related.png").await;
+    browser.close().await.unwrap();
+    app.finish().await;
+}

@@ -40,6 +40,17 @@ pub fn router<S: Clone + Send + Sync + 'static>(state: DemoState) -> OpenApiRout
 
 fn routes() -> OpenApiRouter<DemoState> {
     OpenApiRouter::new()
+        // The question form, which shows similar questions as one types.
+        .route(
+            "/ask",
+            axum::routing::get(|| async { chaja_http::web::page(include_str!("web/ask.html")) }),
+        )
+        .route(
+            "/demo/ask.js",
+            axum::routing::get(|| async {
+                chaja_http::web::javascript(include_str!("web/ask.js"))
+            }),
+        )
         .routes(routes!(create_user))
         .routes(routes!(create_question))
         .routes(routes!(get_question, update_question, delete_question))

@@ -29,7 +29,7 @@ mod request_id;
 pub mod search;
 pub mod similar;
 pub mod suggest;
-mod web;
+pub mod web;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -40,8 +40,15 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
         .route("/assets/{name}", get(asset))
 }
 
-fn page(html: &'static str) -> Response {
+/// An embedded page, with the pages' headers (the policy above): for an
+/// application on top (the demo) that adds pages of its own.
+pub fn page(html: &'static str) -> Response {
     with_headers(html, "text/html; charset=utf-8", "no-cache")
+}
+
+/// An embedded JavaScript module, with the pages' headers.
+pub fn javascript(js: &'static str) -> Response {
+    with_headers(js, JAVASCRIPT, "no-cache")
 }
 
 /// The embedded files by name; anything else is a JSON 404.

@@ -27,7 +27,9 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::query::{
+    Bm25StatisticsProvider, BooleanQuery, BoostQuery, EnableScoring, Occur, Query, TermQuery,
+};
 use tantivy::schema::{IndexRecordOption, Term};
 use tantivy::{DocAddress, DocId, DocSet, SegmentReader, TERMINATED};
 
@@ -167,6 +169,47 @@ struct Chosen {
     weight: f32,
     title: Term,
     content: Term,
+    /// Rows holding it in their title or their content (the larger).
+    df: u64,
+}
+
+/// The rows' statistics, with each chosen term's document frequency the
+/// same in the title and the content field: the one its weight was
+/// chosen by. Per field, a term in every title but one body (`질문`,
+/// where titles say "…질문") had an idf in the content field that made
+/// that one body outrank every post that shares the input's topic.
+/// Elasticsearch blends a term's frequencies across fields for the same
+/// reason (`cross_fields`).
+struct Blended<'a> {
+    rows: &'a RowStatistics<'a>,
+    df: HashMap<Term, u64>,
+}
+
+impl<'a> Blended<'a> {
+    fn of(rows: &'a RowStatistics<'a>, chosen: &[Chosen]) -> Blended<'a> {
+        let df = chosen
+            .iter()
+            .flat_map(|c| [(c.title.clone(), c.df), (c.content.clone(), c.df)])
+            .collect();
+        Blended { rows, df }
+    }
+}
+
+impl Bm25StatisticsProvider for Blended<'_> {
+    fn total_num_tokens(&self, field: tantivy::schema::Field) -> tantivy::Result<u64> {
+        self.rows.total_num_tokens(field)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        self.rows.total_num_docs()
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        match self.df.get(term) {
+            Some(&df) => Ok(df),
+            None => self.rows.doc_freq(term),
+        }
+    }
 }
 
 /// Posts like `request`'s input on `view`, best first; `None` when its
@@ -223,7 +266,11 @@ pub fn similar(
         })
         .collect();
     let query = BooleanQuery::new(clauses);
-    let weight = query.weight(statistics.scoring())?;
+    let blended = Blended::of(&statistics, &chosen);
+    let weight = query.weight(EnableScoring::enabled_from_statistics_provider(
+        &blended,
+        &view.searcher,
+    ))?;
 
     // The best candidates by BM25 across segments; the threshold carries
     // over, so later segments score only rows that could enter.
@@ -414,6 +461,7 @@ fn choose_terms(
                 weight,
                 title,
                 content,
+                df,
             },
             df,
         ));

@@ -74,16 +74,23 @@ export function formatBytes(n) {
 const NETWORK_ERROR = { code: 'network', message: '서버에 연결할 수 없습니다' };
 
 /**
- * Fetches JSON and never throws, except AbortError (callers that abort
+ * Fetches JSON (sending `json` as the body when given) and never throws,
+ * except AbortError (callers that abort
  * ignore it). Answers {ok: true, status, body} for 2xx, otherwise
  * {ok: false, status, error: {code, message}}; status is 0 when no
  * response arrived, the HTTP status when one did but its body was not JSON.
  */
-export async function getJson(url, { signal, headers, method = 'GET' } = {}) {
+export async function getJson(url, { signal, headers, method = 'GET', json } = {}) {
   let response;
   let body;
+  const init = { method, signal, headers, cache: 'no-store' };
+  if (json !== undefined) {
+    // A JSON request body (a like search of a long text).
+    init.headers = { ...headers, 'content-type': 'application/json' };
+    init.body = JSON.stringify(json);
+  }
   try {
-    response = await fetch(url, { method, signal, headers, cache: 'no-store' });
+    response = await fetch(url, init);
     body = await response.json();
   } catch (e) {
     if (e.name === 'AbortError') throw e;

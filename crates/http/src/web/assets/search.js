@@ -305,7 +305,44 @@ function renderHit(hit) {
   snippet.className = 'hit-snippet';
   renderMarked(snippet, hit.snippet);
   item.append(snippet);
+
+  // The hit's detail: the posts most like it (관련 질문), on demand.
+  const related = document.createElement('button');
+  related.type = 'button';
+  related.className = 'related-toggle link-button';
+  related.setAttribute('aria-expanded', 'false');
+  related.textContent = hit.type === 'review' ? '비슷한 리뷰' : '관련 질문';
+  item.append(related);
   return item;
+}
+
+async function toggleRelated(button) {
+  const item = button.closest('li.hit');
+  const open = button.getAttribute('aria-expanded') === 'true';
+  item.querySelector('.related')?.remove();
+  button.setAttribute('aria-expanded', String(!open));
+  if (open) return;
+  const list = document.createElement('ul');
+  list.className = 'related';
+  item.append(list);
+  const params = new URLSearchParams({ source: item.dataset.type, id: item.dataset.id, size: '5' });
+  const answer = await getJson(`/api/similar?${params}`);
+  if (button.getAttribute('aria-expanded') !== 'true') return;
+  if (!answer.ok) {
+    list.textContent = answer.error.message;
+    return;
+  }
+  if (!answer.body.hits.length) {
+    list.textContent = '비슷한 글이 없습니다.';
+    return;
+  }
+  for (const hit of answer.body.hits) {
+    const entry = document.createElement('li');
+    entry.className = 'related-hit';
+    entry.dataset.id = String(hit.id);
+    renderMarked(entry, hit.title ?? hit.snippet);
+    list.append(entry);
+  }
 }
 
 // Tab counts belong to one q/sort/from/to. A type=all answer gives all
@@ -579,6 +616,11 @@ didYouMeanList.addEventListener('click', (event) => {
 });
 
 more.addEventListener('click', loadMore);
+
+results.addEventListener('click', (event) => {
+  const button = event.target.closest('.related-toggle');
+  if (button) toggleRelated(button);
+});
 
 window.addEventListener('popstate', () => {
   cancelSuggestions();
