@@ -1,6 +1,6 @@
 // The operator console: admin key, status polling, verify and reindex.
 // Every server value is written with textContent.
-import { formatCount, formatBytes, formatDateTime, getJson } from './api.js';
+import { formatCount, formatBytes, formatDateTime, getJson, renderMarked } from './api.js';
 
 const KEY_NAME = 'chaja.adminKey';
 const POLL_MS = 2000;
@@ -359,3 +359,31 @@ forgetKey.addEventListener('click', () => {
 });
 
 refresh();
+
+// 비슷한 글 찾기: a like search of a pasted text, as a page would ask it.
+const similarForm = $('similar-form');
+similarForm.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const message = $('similar-message');
+  const results = $('similar-results');
+  results.replaceChildren();
+  message.textContent = '';
+  const answer = await getJson('/api/similar', {
+    method: 'POST',
+    json: { text: $('similar-text').value, size: 10 },
+  });
+  if (!answer.ok) {
+    message.textContent = answer.error.message;
+    return;
+  }
+  const { hits, analysis, took_ms: took } = answer.body;
+  message.textContent = `${hits.length}건, ${took.toFixed(1)} ms (${analysis === 'morphemes' ? '형태소' : '단어'} 기준)`;
+  for (const hit of hits) {
+    const item = document.createElement('li');
+    item.append(`[${TYPE_LABELS[hit.type] ?? hit.type} ${hit.id}] `);
+    const title = document.createElement('span');
+    renderMarked(title, hit.title ?? hit.snippet);
+    item.append(title, ` — ${hit.because.join(', ')}`);
+    results.append(item);
+  }
+});
