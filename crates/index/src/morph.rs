@@ -112,7 +112,9 @@ impl Analyzer {
                     let joined: Arc<str> = content_morphemes(&korean.segmenter, sentence)
                         .join(" ")
                         .into();
-                    cache.insert(sentence.into(), joined.clone());
+                    if seen_before(sentence) {
+                        cache.insert(sentence.into(), joined.clone());
+                    }
                     joined
                 }
             };
@@ -186,6 +188,29 @@ pub const DEFAULT_SENTENCE_CACHE_BYTES: u64 = 64 << 20;
 /// now on (the process's, in [`init`]). 0 turns it off.
 pub fn set_sentence_cache_bytes(bytes: u64) {
     SENTENCE_CACHE_BYTES.store(bytes, Ordering::Relaxed);
+}
+
+/// Slots of the [`seen_before`] filter: 8 MiB of hashes.
+const SEEN_SLOTS: usize = 1 << 20;
+
+/// Whether `sentence` (probably) was analysed before, and remembers it.
+///
+/// On text whose sentences seldom repeat, admitting each one to the
+/// `SentenceCache` cost as much as the lookups saved: moka hashes, inserts
+/// and evicts every sentence of a rebuild. So a sentence is admitted only
+/// the second time it is analysed: a slot per hash remembers the last
+/// sentence that fell there (TinyLFU's doorkeeper, without its reset). A
+/// collision makes a sentence wait for a third sighting, or one slip in a
+/// time early; either only moves work, never a result.
+fn seen_before(sentence: &str) -> bool {
+    use std::hash::BuildHasher;
+    static SLOTS: OnceLock<Box<[AtomicU64]>> = OnceLock::new();
+    static HASHER: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0x5EE5);
+    let slots = SLOTS.get_or_init(|| (0..SEEN_SLOTS).map(|_| AtomicU64::new(0)).collect());
+    // Never 0, an empty slot's value.
+    let hash = HASHER.hash_one(sentence) | 1;
+    let slot = &slots[(hash as usize) % SEEN_SLOTS];
+    slot.swap(hash, Ordering::Relaxed) == hash
 }
 
 /// A sentence's content morphemes, joined by spaces, by its normalized
