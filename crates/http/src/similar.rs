@@ -17,7 +17,9 @@ use chaja_search::cache::CacheStatus;
 use chaja_search::Asked;
 
 use crate::error::{ApiError, ErrorBody, Result};
-use crate::search::{filter_of, split_attribute_params, HitBody};
+use crate::search::{
+    filter_of, split_attribute_params, AttributeBounds, AttributeFilters, HitBody,
+};
 use crate::{AppState, ClientIp};
 
 /// The longest text a like search takes, in characters: a long post, and
@@ -137,18 +139,15 @@ async fn similar_get(
             ))
         }
     };
-    let filter = filter_of(
-        kind.as_deref(),
-        &attributes,
-        &bounds,
-        (from.as_deref(), to.as_deref()),
-        &sources,
-    )?;
-    let request = SimilarRequest {
-        input,
-        filter,
-        size: checked_size(size)?,
+    let narrowing = Narrowing {
+        kind,
+        from,
+        to,
+        size,
+        attributes,
+        bounds,
     };
+    let request = narrowing.request(input, &sources)?;
     answer(&state, request, client, started, &sources).await
 }
 
@@ -172,19 +171,53 @@ async fn similar_post(
         size,
     } = body;
     let sources = state.search.index.sources().clone();
-    let filter = filter_of(
-        kind.as_deref(),
-        &attributes,
-        &bounds,
-        (from.as_deref(), to.as_deref()),
-        &sources,
-    )?;
-    let request = SimilarRequest {
-        input: text_input(text, title)?,
-        filter,
-        size: checked_size(size)?,
+    let narrowing = Narrowing {
+        kind,
+        from,
+        to,
+        size,
+        attributes,
+        bounds,
     };
+    let request = narrowing.request(text_input(text, title)?, &sources)?;
     answer(&state, request, client, started, &sources).await
+}
+
+/// What both forms of a like search ask besides their input: the filters
+/// of a search, and how many hits.
+struct Narrowing {
+    kind: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    size: Option<usize>,
+    attributes: AttributeFilters,
+    bounds: AttributeBounds,
+}
+
+impl Narrowing {
+    /// The like search of `input`, its filters and size checked.
+    fn request(self, input: SimilarInput, sources: &Sources) -> Result<SimilarRequest> {
+        let Narrowing {
+            kind,
+            from,
+            to,
+            size,
+            attributes,
+            bounds,
+        } = self;
+        let filter = filter_of(
+            kind.as_deref(),
+            &attributes,
+            &bounds,
+            (from.as_deref(), to.as_deref()),
+            sources,
+        )?;
+        Ok(SimilarRequest {
+            input,
+            filter,
+            size: checked_size(size)?,
+        })
+    }
 }
 
 /// A POST's query string holds `attr.*` filters only.

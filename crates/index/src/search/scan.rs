@@ -120,6 +120,26 @@ pub(super) struct Work<'a> {
     pub(super) failures: &'a ReadFailures,
 }
 
+impl Work<'_> {
+    /// Counts the matches a block-wise visit read (`Err` when its budget
+    /// ran out, with what it read until then), and stops the scan if it
+    /// ran out.
+    fn visited(
+        &self,
+        visited: std::result::Result<u64, u64>,
+    ) -> std::result::Result<(), ScanError> {
+        let (read, stopped) = match visited {
+            Ok(read) => (read, false),
+            Err(read) => (read, true),
+        };
+        self.caches.scanned.fetch_add(read, Ordering::Relaxed);
+        match stopped {
+            true => Err(ScanError::Stopped),
+            false => Ok(()),
+        }
+    }
+}
+
 /// One range of one segment to scan: part of a run of one source.
 pub(super) struct Task {
     /// The segment's position in the searcher.
@@ -398,12 +418,7 @@ impl<'a> RangeScan<'a> {
                 per_match,
                 work.budget,
             );
-            let stopped = visited.is_err();
-            let visited = visited.unwrap_or_else(|visited| visited);
-            work.caches.scanned.fetch_add(visited, Ordering::Relaxed);
-            if stopped {
-                return Err(ScanError::Stopped);
-            }
+            work.visited(visited)?;
         }
         // A candidate that could not be read must fail the search, not
         // leave a total short.
@@ -450,12 +465,7 @@ impl<'a> RangeScan<'a> {
             &mut ranked,
             work.budget,
         );
-        let stopped = visited.is_err();
-        let visited = visited.unwrap_or_else(|visited| visited);
-        work.caches.scanned.fetch_add(visited, Ordering::Relaxed);
-        if stopped {
-            return Err(ScanError::Stopped);
-        }
+        work.visited(visited)?;
         work.failures.check()?;
         Ok(Partial {
             counts: task.known_total.unwrap_or(ranked.counts),
