@@ -406,7 +406,13 @@ async fn suggestions_by_keyboard_and_accessible_controls() {
         .unwrap();
     assert_eq!(unlabeled, json!([]));
     let mut focused = Vec::new();
-    click(&browser, "body").await;
+    // Tab from the logo, the page's first stop: a click on the body would
+    // start the walk wherever the body's middle falls, among the results
+    // (each with its own 관련 질문 button) on a long page.
+    browser
+        .execute("document.querySelector('.logo a').focus();", vec![])
+        .await
+        .unwrap();
     // A date input takes three Tabs (year, month, day).
     for _ in 0..24 {
         // A key press to whatever has focus (not to an element handle,

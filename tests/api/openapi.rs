@@ -12,6 +12,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/search/trending"),
     ("get", "/api/search/zero-results"),
     ("get", "/api/suggest"),
+    ("get", "/api/similar"),
+    ("post", "/api/similar"),
     ("post", "/api/users"),
     ("post", "/api/questions"),
     ("get", "/api/questions/{id}"),
@@ -73,6 +75,7 @@ async fn every_route_is_documented_and_answers_as_documented() {
         "NewReview" | "NewComment" => json!({ "author_id": user, "content": "내용" }),
         "ReviewEdit" => json!({ "content": "고친 리뷰" }),
         "LikeBody" => json!({ "user_id": user }),
+        "SimilarBody" => json!({ "text": "문서 질문의 본문" }),
         other => panic!("no example for request body {other}"),
     };
     // Deletes last, and the question (which takes its reviews) very last.
@@ -89,6 +92,9 @@ async fn every_route_is_documented_and_answers_as_documented() {
         let mut url = path.replace("{id}", &id.to_string());
         if path == "/api/search" || path == "/api/suggest" {
             url.push_str("?q=%EB%AC%B8%EC%84%9C");
+        }
+        if path == "/api/similar" && method == "get" {
+            url.push_str(&format!("?source=question&id={question}"));
         }
         let body = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
             .as_str()
