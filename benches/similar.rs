@@ -85,7 +85,10 @@ async fn main() {
         generation.num_docs(),
         warmed.bytes >> 20
     );
-    let chars: usize = posts.iter().map(|(_, t, b)| t.chars().count() + b.chars().count()).sum();
+    let chars: usize = posts
+        .iter()
+        .map(|(_, t, b)| t.chars().count() + b.chars().count())
+        .sum();
     println!(
         "{} posts, {} characters on average",
         posts.len(),

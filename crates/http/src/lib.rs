@@ -159,10 +159,14 @@ fn document(
                         }
                         // The configured sources, so that a client (or a
                         // fuzzer) knows every `type` there is.
-                        if path == "/api/search" && parameter["name"] == "type" {
-                            let mut types: Vec<&str> = sources.names().collect();
-                            types.push("all");
-                            parameter["schema"] = json!({ "type": "string", "enum": types });
+                        let searches = path == "/api/search" || path == "/api/similar";
+                        if searches && parameter["name"] == "type" {
+                            parameter["schema"] = type_enum(sources);
+                        }
+                        // A like search's row is of one source, never `all`.
+                        if path == "/api/similar" && parameter["name"] == "source" {
+                            let names: Vec<&str> = sources.names().collect();
+                            parameter["schema"] = json!({ "type": "string", "enum": names });
                         }
                         // The orders there are: the built-in three and each
                         // sortable attribute both ways.
@@ -226,6 +230,13 @@ fn document(
     else {
         return doc;
     };
+    // A like search's body filters by `type` as the query string does.
+    if let Some(kind) = schemas
+        .get_mut("SimilarBody")
+        .and_then(|schema| schema.pointer_mut("/properties/type"))
+    {
+        *kind = type_enum(sources);
+    }
     for (_, schema) in schemas.iter_mut().filter(|(name, _)| bodies.contains(name)) {
         for (field, max) in [
             ("title", limits.max_title_chars),
@@ -241,6 +252,14 @@ fn document(
         }
     }
     doc
+}
+
+/// `type`'s values: the configured sources, so that a client (or a fuzzer)
+/// knows every one there is, and `all`.
+fn type_enum(sources: &chaja_core::sources::Sources) -> serde_json::Value {
+    let mut types: Vec<&str> = sources.names().collect();
+    types.push("all");
+    serde_json::json!({ "type": "string", "enum": types })
 }
 
 /// Every module's routes, documented: served by `router`, described by

@@ -44,14 +44,26 @@ pub struct SimilarParams {
     #[param(min_length = 1, max_length = 64, pattern = r"^[A-Za-z_][A-Za-z0-9_]*$")]
     pub source: Option<String>,
     /// With `source`: the row's key.
-    #[param(min_length = 1, max_length = 200)]
+    #[param(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     pub id: Option<String>,
     /// Or a text not stored yet (a question being written), at most
     /// 10,000 characters.
-    #[param(min_length = 1, max_length = 10000)]
+    #[param(
+        min_length = 1,
+        max_length = 10000,
+        pattern = r"^[^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*[^\s\x00-\x1F\x7F-\x9F\uFFFD][^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*$"
+    )]
     pub text: Option<String>,
     /// With `text`: its title, whose words weigh more.
-    #[param(min_length = 1, max_length = 200)]
+    #[param(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*$"
+    )]
     pub title: Option<String>,
     /// A source's name, or `all` (default): the results' type.
     #[serde(rename = "type")]
@@ -72,15 +84,28 @@ pub struct SimilarParams {
 #[serde(deny_unknown_fields)]
 pub struct SimilarBody {
     /// The text, at most 10,000 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 10000,
+        pattern = r"^[^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*[^\s\x00-\x1F\x7F-\x9F\uFFFD][^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*$"
+    )]
     pub text: String,
     /// Its title, whose words weigh more.
+    #[schema(
+        max_length = 200,
+        pattern = r"^[^\x00-\x08\x0E-\x1F\x7F-\x84\x86-\x9F\uFFFD]*$"
+    )]
     pub title: Option<String>,
     /// A source's name, or `all` (default).
     #[serde(rename = "type")]
     pub kind: Option<String>,
+    /// RFC 3339 bounds on the results' `created_at`, inclusive.
+    #[schema(format = DateTime)]
     pub from: Option<String>,
+    #[schema(format = DateTime)]
     pub to: Option<String>,
     /// Hits: 1 to 20; default 5.
+    #[schema(minimum = 1, maximum = 20)]
     pub size: Option<usize>,
 }
 
