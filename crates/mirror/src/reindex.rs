@@ -140,19 +140,19 @@ pub async fn reindex_locked(
     let positional_fourgrams = fourgrams.common();
 
     let root = root.to_path_buf();
-    // With a dictionary, every core has an analysis thread as well as an
-    // indexing thread, and the system shares the cores between them. Where
-    // most sentences repeat (a sentence met before is not analysed again),
-    // the analysis threads are mostly idle and the indexing threads use
-    // the cores; where few repeat, half the cores could not analyse as
-    // fast as tantivy indexed, and its threads waited for each page
-    // (docs/benchmarks/041-sentences-analysed-once.md measured the first
-    // case, the record of issue 64 the second). tantivy's threads each get
-    // the whole memory budget, and merge nothing
-    // (docs/benchmarks/046-rebuild-without-merges.md).
+    // With a dictionary, half the cores analyse Korean; tantivy gets an
+    // indexing thread on every core. Its threads are what a rebuild waits
+    // on, and a sentence met before is not analysed again, so the
+    // analysis pool is mostly idle. 100k rows on 2 cores: 37–38 s with
+    // two indexing threads of 256 MB each, against 59 s with one, and 53
+    // s with two of 128 MB (twice the segments, merged at the end); 58 s
+    // against 61 s with no sentence cached, when the analysis is what
+    // waits (docs/benchmarks/041-sentences-analysed-once.md). At 1M rows, 1 GiB a thread and no
+    // merges took 488–534 s against 539–605 s with 256 MiB and tantivy's
+    // merges, in three alternated pairs.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let analysing = match morph::analyzer() {
-        Analyzer::Korean(..) => cores,
+        Analyzer::Korean(..) => (cores / 2).max(1),
         Analyzer::Words | Analyzer::Off => 0,
     };
     let pool = match analysing {
