@@ -140,16 +140,17 @@ pub async fn reindex_locked(
     let positional_fourgrams = fourgrams.common();
 
     let root = root.to_path_buf();
-    // With a dictionary, half the cores analyse Korean; tantivy gets an
-    // indexing thread on every core. Its threads are what a rebuild waits
-    // on, and a sentence met before is not analysed again, so the
-    // analysis pool is mostly idle. 100k rows on 2 cores: 37–38 s with
-    // two indexing threads of 256 MB each, against 59 s with one, and 53
-    // s with two of 128 MB (twice the segments, merged at the end); 58 s
-    // against 61 s with no sentence cached, when the analysis is what
-    // waits (docs/benchmarks/041-sentences-analysed-once.md). At 1M rows, 1 GiB a thread and no
-    // merges took 488–534 s against 539–605 s with 256 MiB and tantivy's
-    // merges, in three alternated pairs.
+    // With a dictionary, half the cores analyse Korean, and tantivy gets
+    // an indexing thread on every core; the system shares the cores
+    // between them. Where sentences repeat, the analysis pool is mostly
+    // idle (a sentence met before is not analysed again) and tantivy's
+    // threads are what a rebuild waits on. Where few repeat, the indexing
+    // threads wait on analysis instead, but an analysis thread per core
+    // did not make a rebuild faster, only larger in memory: the threads
+    // then fight for the same two cores. tantivy's threads each get the
+    // whole memory budget and merge nothing. The measurements are in
+    // docs/benchmarks/041-sentences-analysed-once.md,
+    // 046-rebuild-without-merges.md and 048-novel-text-100k.md.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let analysing = match morph::analyzer() {
         Analyzer::Korean(..) => (cores / 2).max(1),
