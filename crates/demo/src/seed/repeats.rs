@@ -4,7 +4,7 @@
 //! records it with its data.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 
 /// Counts sentence occurrences, and those seen before, in the order
 /// rows are counted.
@@ -45,10 +45,8 @@ impl SentenceCounter {
         if sentence.is_empty() {
             return;
         }
-        let mut hasher = self.hasher.build_hasher();
-        sentence.hash(&mut hasher);
         self.occurrences += 1;
-        if !self.seen.insert(hasher.finish()) {
+        if !self.seen.insert(self.hasher.hash_one(sentence)) {
             self.repeats += 1;
         }
     }
