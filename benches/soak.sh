@@ -510,12 +510,14 @@ start_db() {
   done
   die "the private MariaDB did not start: see $work/mariadb.err"
 }
-stop_db() {
+# Stops what $work/$1.pid names: TERM, then KILL after $2 s.
+stop_pidfile() { # name seconds
   local pid
-  pid=$(cat "$work/db.pid")
+  pid=$(cat "$work/$1.pid")
   kill -TERM "$pid" 2>/dev/null || true
-  wait_gone "$pid" 120 || kill -9 "$pid" 2>/dev/null || true
+  wait_gone "$pid" "$2" || kill -9 "$pid" 2>/dev/null || true
 }
+stop_db() { stop_pidfile db 120; }
 start_redis() {
   redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$work/redis" --logfile "$work/redis.log" </dev/null >/dev/null 2>&1 &
@@ -527,12 +529,7 @@ start_redis() {
   done
   die "the private Redis did not start: see $work/redis.log"
 }
-stop_redis() {
-  local pid
-  pid=$(cat "$work/redis.pid")
-  kill -TERM "$pid" 2>/dev/null || true
-  wait_gone "$pid" 30 || kill -9 "$pid" 2>/dev/null || true
-}
+stop_redis() { stop_pidfile redis 30; }
 start_serve() {
   "$bin" serve >>"$work/serve.log" 2>&1 &
   echo $! >"$work/serve.pid"
